@@ -1,0 +1,50 @@
+# lume-metal: host tool (plugin/), guest shim and probe (shim/), tests (tests/).
+VERSION  := 0.1.0
+PKGS     := libssh2 libcjson libarchive libcrypto
+CC       ?= cc
+WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION)"' \
+            -DLM_DATADIR='"$(CURDIR)"'
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+CFLAGS   ?= -O2 -g
+SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+LIB_SRC  := $(filter-out plugin/main.c plugin/cli.c plugin/cmd_%.c,$(wildcard plugin/*.c))
+CMD_SRC  := plugin/main.c plugin/cli.c $(wildcard plugin/cmd_*.c)
+HDRS     := $(wildcard plugin/*.h)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
+
+.PHONY: all deps test demo clean lint
+all: plugin/lume-metal shim
+
+deps:
+	sh scripts/deps.sh
+
+plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+
+# The same tool under ASan and UBSan, used by the shell tests.
+build/asan/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+
+build/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_SRC) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+
+-include shim/shim.mk
+
+lint:
+	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
+	    tests/lib.sh tests/run.sh scripts/deps.sh
+
+test: deps all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
+	sh tests/run.sh
+
+demo: deps all
+	sh scripts/demo
+
+clean:
+	rm -rf build plugin/lume-metal $(SHIM_CLEAN)

@@ -1,0 +1,23 @@
+/* agent: renders what activates the shim for one workload: the LaunchAgent plist and the
+ * shim.env that run-with-shim reads. Both leave the guest paths as the tokens
+ * __LUME_METAL_HOME__ and __LUME_METAL_RELEASE__, which install.sh replaces. */
+#ifndef LM_AGENT_H
+#define LM_AGENT_H
+
+#include "manifest.h"
+#include "util.h"
+
+/* How a target loads the shim: the preload variable and the library path in a release. */
+typedef struct {
+	const char *preload_var; /* DYLD_INSERT_LIBRARIES or LD_PRELOAD */
+	const char *shim_lib;    /* e.g. lib/liblumemetal.dylib */
+} agent_target;
+
+/* Appends the plist to out. Returns LM_OK or LM_EINPUT naming the workload field. */
+int agent_render_plist(lm_buf *out, const manifest_workload *w, const manifest_profile *p,
+    const agent_target *t, char *err);
+
+/* Appends shim.env (KEY=VALUE lines) to out. */
+int agent_render_shim_env(lm_buf *out, const manifest_profile *p, const agent_target *t, char *err);
+
+#endif

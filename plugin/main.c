@@ -1,0 +1,118 @@
+/* lume-metal: the command table, in the manner of git.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define CONN_FLAGS \
+	"\nConnection (every command that reaches a VM):\n" \
+	"  -u, --user USER         guest user (default: lume)\n" \
+	"  -i, --identity FILE     private key file\n" \
+	"      --password-file F   read the password from F (never from argv)\n" \
+	"      --known-hosts FILE  host keys (default ~/.ssh/known_hosts)\n" \
+	"      --accept-new        add an unknown host key instead of refusing\n" \
+	"      --host user@addr[:port]  reach a guest directly, without lume\n" \
+	"      --timeout SECONDS   per-VM limit for the whole operation\n" \
+	"      --parallel N        VMs at once\n" \
+	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
+	"      --json              machine-readable output\n"
+
+static const cli_command commands[] = {
+	{"build", cmd_build, "write the deterministic, checksummed payload",
+	    "build [--target macos|linux-sim] [--profile ID] [--workload ID] [-o FILE] [--json]\n\n"
+	    "Writes one tar.gz holding MANIFEST.json, SHA256SUMS, the shim and probe for the target,\n"
+	    "the profile, the rendered LaunchAgent and the guest scripts, and FILE.sha256 beside it.\n"
+	    "Two builds of the same tree are byte-identical. Prints the payload's SHA-256.\n\n"
+	    "  --target T     macos (default) or linux-sim (the Linux test build, simulated device)\n"
+	    "  --profile ID   capability profile (default: the workload's)\n"
+	    "  --workload ID  workload definition (default: llama-server)\n"
+	    "  -o FILE        output (default: lume-metal-TARGET.tar.gz)\n"
+	    "  --json         print the result as JSON\n", NULL},
+	{"verify", cmd_verify, "check a payload against its manifest and checksum",
+	    "verify FILE [--sha256-file F] [--json]\n\n"
+	    "Reads FILE back and checks every entry against MANIFEST.json, and FILE against\n"
+	    "FILE.sha256 (or F). Exit 2 names the first bad entry: a changed byte, a missing or extra\n"
+	    "entry, an absolute path, .., a link, a device file, or an entry over 64 MiB.\n", NULL},
+	{"probe", NULL, "run the capability probe stock and shimmed, install nothing",
+	    "probe VM...\n" CONN_FLAGS, "#4"},
+	{"deploy", NULL, "push, verify, install, validate, activate, record",
+	    "deploy VM... | --all [--profile ID] [--workload ID] [--image REF] [--force] [--dry-run]\n"
+	    CONN_FLAGS, "#4"},
+	{"status", NULL, "what is installed, service state, drift, ledger verdict",
+	    "status VM... | --all\n" CONN_FLAGS, "#4"},
+	{"rollback", NULL, "return one VM or the fleet to the previous release or to stock",
+	    "rollback VM... | --all [--to previous|none]\n" CONN_FLAGS, "#4"},
+	{"ledger", NULL, "show or export the results per image version",
+	    "ledger [show|export] [--image REF] [--json|--csv]\n", "#4"},
+	{"host", NULL, "the host's paravirtual-graphics preference",
+	    "host [status|enable|disable]\n", "#4"},
+	{"bench", NULL, "llama-bench stock vs shim (vs bare metal) in a guest",
+	    "bench VM --model PATH [--llama-bench PATH] [--host-baseline] [-p 512 -n 128 -r 10]\n", "#5"},
+	{"report", NULL, "the evidence table from llama-bench JSON or the ledger",
+	    "report stock=FILE shim=FILE [host=FILE] [--csv|--markdown|--json]\n", "#5"},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+const cli_command *
+cli_find(const char *name)
+{
+	for (const cli_command *c = commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+int
+cli_help(const char *name)
+{
+	const cli_command *c = cli_find(name);
+
+	if (c == NULL)
+		return cli_error(EXIT_USAGE, "help: '%s' is not a lume-metal command; see 'lume-metal --help'", name);
+	printf("usage: lume-metal %s", c->usage);
+	if (c->issue)
+		printf("\n(not built yet: arrives with issue %s)\n", c->issue);
+	return EXIT_OK;
+}
+
+static int
+usage(FILE *f)
+{
+	fprintf(f, "usage: lume-metal [--version] [--help] COMMAND [ARGS]\n\n"
+	    "Makes the Metal capability shim safe to run across a fleet of Lume guests.\n\n");
+	for (const cli_command *c = commands; c->name; c++)
+		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->issue ? " (not built yet)" : "");
+	fprintf(f, "\n'lume-metal help COMMAND' shows one command's flags.\n"
+	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a gate.\n");
+	return f == stdout ? EXIT_OK : EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	const cli_command *c;
+
+	if (argc < 2)
+		return usage(stderr);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return usage(stdout);
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("lume-metal %s\n", LM_VERSION);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "help") == 0)
+		return argc > 2 ? cli_help(argv[2]) : usage(stdout);
+	if (argv[1][0] == '-')
+		return cli_error(EXIT_USAGE, "unknown flag '%s'; see 'lume-metal --help'", argv[1]);
+	if ((c = cli_find(argv[1])) == NULL)
+		return cli_error(EXIT_USAGE, "'%s' is not a lume-metal command; see 'lume-metal --help'", argv[1]);
+	/* CMD --help is help CMD. */
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0)
+			return cli_help(c->name);
+	if (c->fn == NULL)
+		return cli_error(EXIT_USAGE, "%s: not built yet (arrives with issue %s)", c->name, c->issue);
+	return c->fn(argc - 1, argv + 1);
+}

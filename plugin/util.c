@@ -1,0 +1,322 @@
+/* util: see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int
+lm_err(char *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(err, LM_ERRLEN, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int
+lm_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+int
+lm_read_file(char **out, size_t *len, const char *path, size_t max, char *err)
+{
+	struct stat st;
+	char *data = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd, rc = LM_OK;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return lm_err(err, LM_EINPUT, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = lm_err(err, LM_EINPUT, "%s: not a regular file", path);
+		goto done;
+	}
+	if ((uintmax_t)st.st_size > max) {
+		rc = lm_err(err, LM_EINPUT, "%s: larger than %zu bytes", path, max);
+		goto done;
+	}
+	if ((data = malloc((size_t)st.st_size + 1)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: out of memory", path);
+		goto done;
+	}
+	while (got < (size_t)st.st_size) {
+		n = read(fd, data + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = lm_err(err, LM_EFAIL, "%s: read: %s", path, n < 0 ? strerror(errno) : "short read");
+			goto done;
+		}
+		got += (size_t)n;
+	}
+	data[got] = '\0';
+	*out = data;
+	data = NULL;
+	if (len != NULL)
+		*len = got;
+done:
+	free(data);
+	close(fd);
+	return rc;
+}
+
+static int
+fsync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc;
+
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == path)
+		strcpy(dir, "/");
+	else if (lm_fmt(dir, sizeof dir, "%.*s", (int)(slash - path), path) < 0)
+		return -1;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+int
+lm_tmp_beside(char **tmp, const char *path, char *err)
+{
+	size_t n = strlen(path) + 16;
+	char *t;
+	int fd;
+
+	*tmp = NULL;
+	if ((t = malloc(n)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	snprintf(t, n, "%s.tmp.XXXXXX", path);
+	if ((fd = mkstemp(t)) < 0) {
+		int e = errno;
+		free(t);
+		return lm_err(err, LM_EFAIL, "%s: cannot create a file there: %s", path, strerror(e));
+	}
+	*tmp = t;
+	return fd;
+}
+
+int
+lm_commit_tmp(int fd, const char *tmp, const char *path, char *err)
+{
+	if (fsync(fd) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return lm_err(err, LM_EFAIL, "%s: fsync: %s", path, strerror(e));
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return lm_err(err, LM_EFAIL, "%s: %s", path, strerror(e));
+	}
+	if (fsync_dir_of(path) < 0)
+		return lm_err(err, LM_EFAIL, "%s: fsync of its directory: %s", path, strerror(errno));
+	return LM_OK;
+}
+
+int
+lm_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, char *err)
+{
+	const char *p = data;
+	char *tmp = NULL;
+	int fd, rc;
+
+	if ((fd = lm_tmp_beside(&tmp, path, err)) < 0)
+		return fd;
+	if (fchmod(fd, (mode_t)mode) < 0)
+		goto fail;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		p += n;
+		len -= (size_t)n;
+	}
+	rc = lm_commit_tmp(fd, tmp, path, err);
+	free(tmp);
+	return rc;
+fail:
+	rc = lm_err(err, LM_EFAIL, "%s: write: %s", path, strerror(errno));
+	close(fd);
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+struct lm_sha256 {
+	EVP_MD_CTX *md;
+};
+
+lm_sha256 *
+lm_sha256_new(void)
+{
+	lm_sha256 *c = calloc(1, sizeof *c);
+
+	if (c == NULL || (c->md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(c->md, EVP_sha256(), NULL) != 1) {
+		lm_sha256_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+lm_sha256_update(lm_sha256 *c, const void *data, size_t len)
+{
+	EVP_DigestUpdate(c->md, data, len);
+}
+
+void
+lm_sha256_final(lm_sha256 *c, char out[65])
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+
+	EVP_DigestFinal_ex(c->md, d, &n);
+	for (unsigned i = 0; i < n && i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+	out[64] = '\0';
+	lm_sha256_free(c);
+}
+
+void
+lm_sha256_free(lm_sha256 *c)
+{
+	if (c == NULL)
+		return;
+	EVP_MD_CTX_free(c->md);
+	free(c);
+}
+
+void
+lm_sha256_hex(char out[65], const void *data, size_t len)
+{
+	lm_sha256 *c = lm_sha256_new();
+
+	if (c == NULL)
+		abort();
+	lm_sha256_update(c, data, len);
+	lm_sha256_final(c, out);
+}
+
+int
+lm_sha256_file(char out[65], const char *path, char *err)
+{
+	char buf[65536];
+	lm_sha256 *c;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return lm_err(err, LM_EINPUT, "%s: %s", path, strerror(errno));
+	if ((c = lm_sha256_new()) == NULL) {
+		close(fd);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			lm_sha256_free(c);
+			close(fd);
+			return lm_err(err, LM_EFAIL, "%s: read: %s", path, strerror(e));
+		}
+		lm_sha256_update(c, buf, (size_t)n);
+	}
+	close(fd);
+	lm_sha256_final(c, out);
+	return LM_OK;
+}
+
+int
+lm_is_sha256(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[64] == '\0';
+}
+
+int
+lm_buf_add(lm_buf *b, const void *data, size_t len)
+{
+	if (b->len + len + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + len + 1)
+			cap *= 2;
+		if ((p = realloc(b->data, cap)) == NULL)
+			return -1;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+lm_buf_addf(lm_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char small[512], *big;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	if ((size_t)n < sizeof small)
+		return lm_buf_add(b, small, (size_t)n);
+	if ((big = malloc((size_t)n + 1)) == NULL)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	n = lm_buf_add(b, big, (size_t)n);
+	free(big);
+	return n;
+}
+
+void
+lm_buf_free(lm_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

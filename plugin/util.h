@@ -1,0 +1,64 @@
+/* util: error buffers, whole-file I/O, atomic writes, SHA-256. No printing, no exit. */
+#ifndef LM_UTIL_H
+#define LM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LM_ERRLEN 512
+
+/* Error codes returned (negated) by every module; main maps them to exit codes. */
+enum {
+	LM_OK = 0,
+	LM_EFAIL = -1,    /* the operation failed (exit 1) */
+	LM_EINPUT = -2,   /* bad usage or input (exit 2) */
+	LM_EREFUSED = -3, /* refused by a gate (exit 3) */
+};
+
+/* Formats into err (LM_ERRLEN bytes, may be NULL) and returns code. */
+int lm_err(char *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* snprintf that reports truncation: returns 0 when it fit, -1 otherwise. */
+int lm_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reads all of path (at most max bytes) into *out, NUL-terminated; *len excludes the NUL.
+ * *out belongs to the caller (free). */
+int lm_read_file(char **out, size_t *len, const char *path, size_t max, char *err);
+
+/* Writes data to path atomically: a temporary file beside it (O_EXCL), fsync, rename, fsync
+ * of the directory. On any failure nothing is left at path or beside it. */
+int lm_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, char *err);
+
+/* Creates a unique temporary file beside path and returns its fd; *tmp (caller frees)
+ * receives its name. */
+int lm_tmp_beside(char **tmp, const char *path, char *err);
+
+/* Finishes a temporary file from lm_tmp_beside: fsync, close, rename onto path, fsync the
+ * directory. Closes fd and unlinks tmp on failure. */
+int lm_commit_tmp(int fd, const char *tmp, const char *path, char *err);
+
+/* SHA-256 of a buffer or of a file, as 64 lowercase hex digits plus NUL. */
+void lm_sha256_hex(char out[65], const void *data, size_t len);
+int lm_sha256_file(char out[65], const char *path, char *err);
+
+/* Incremental SHA-256; one context per stream, freed by lm_sha256_final or lm_sha256_free. */
+typedef struct lm_sha256 lm_sha256;
+lm_sha256 *lm_sha256_new(void);
+void lm_sha256_update(lm_sha256 *c, const void *data, size_t len);
+void lm_sha256_final(lm_sha256 *c, char out[65]);
+void lm_sha256_free(lm_sha256 *c);
+
+/* True when s is 64 lowercase hex digits. */
+int lm_is_sha256(const char *s);
+
+/* Growable byte buffer. lm_buf_free releases it; b->data is NUL-terminated when non-NULL. */
+typedef struct {
+	char *data;
+	size_t len, cap;
+} lm_buf;
+int lm_buf_add(lm_buf *b, const void *data, size_t len);
+int lm_buf_addf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lm_buf_free(lm_buf *b);
+
+#endif

@@ -1,0 +1,29 @@
+# Shared setup for shell tests (sourced, POSIX sh). Each test prints TAP lines.
+# Every file a test writes lives under $T, a mktemp -d removed on exit.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/lm-test.XXXXXX")
+LM=${LM:-$TOP/build/asan/lume-metal}
+t_cleanups=""
+t_cleanup() { eval "$t_cleanups"; rm -rf "$T"; }
+trap t_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+t_defer() { t_cleanups="$1; $t_cleanups"; }
+
+t_failed=0
+ok() { printf 'ok - %s\n' "$1"; }
+not_ok() { printf 'not ok - %s\n' "$1"; t_failed=$((t_failed + 1)); }
+
+# check NAME CMD...: the command must exit 0.
+check() { n=$1; shift; if "$@" >"$T/.out" 2>&1; then ok "$n"; else not_ok "$n"; sed 's/^/#   /' "$T/.out"; fi; }
+# check_rc NAME RC CMD...: the command must exit with RC.
+check_rc() {
+	n=$1 want=$2; shift 2
+	"$@" >"$T/.out" 2>&1; got=$?
+	if [ "$got" -eq "$want" ]; then ok "$n"; else not_ok "$n (exit $got, want $want)"; sed 's/^/#   /' "$T/.out"; fi
+}
+# check_grep NAME PATTERN FILE: FILE must contain the extended regex PATTERN.
+check_grep() {
+	if grep -Eq -- "$2" "$3"; then ok "$1"; else not_ok "$1 (no /$2/ in $3)"; sed 's/^/#   /' "$3"; fi
+}
+t_done() { exit "$t_failed"; }
