@@ -116,7 +116,8 @@ lm_tmp_beside(char **tmp, const char *path, char *err)
 	if ((fd = mkstemp(t)) < 0) {
 		int e = errno;
 		free(t);
-		return lm_err(err, LM_EFAIL, "%s: cannot create a file there: %s", path, strerror(e));
+		return lm_err(err, e == ENOSPC || e == EIO ? LM_EFAIL : LM_EINPUT,
+		    "%s: cannot create a file there: %s", path, strerror(e));
 	}
 	*tmp = t;
 	return fd;

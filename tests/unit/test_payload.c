@@ -282,7 +282,7 @@ main(void)
 
 		snprintf(out, sizeof out, "%s/no-such-dir/p.tar.gz", dir);
 		o.out = out;
-		UNIT_OK(payload_build(&a, &o, err) == LM_EFAIL, "an unwritable output path is an error");
+		UNIT_OK(payload_build(&a, &o, err) == LM_EINPUT, "an unwritable output path is an input error");
 		UNIT_HAS(err, "no-such-dir/p.tar.gz: cannot create a file there", "... naming the path");
 		snprintf(out, sizeof out, "%s/out/p.tar.gz", dir);
 		snprintf(cmd, sizeof cmd, "mkdir '%s/out' && rm '%s/tree/build/linux/libMetal.so'", dir, dir);
