@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int
@@ -257,6 +258,15 @@ lm_sha256_file(char out[65], const char *path, char *err)
 	close(fd);
 	lm_sha256_final(c, out);
 	return LM_OK;
+}
+
+int64_t
+lm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int

@@ -49,6 +49,9 @@ void lm_sha256_update(lm_sha256 *c, const void *data, size_t len);
 void lm_sha256_final(lm_sha256 *c, char out[65]);
 void lm_sha256_free(lm_sha256 *c);
 
+/* Monotonic milliseconds, for deadlines. */
+int64_t lm_now_ms(void);
+
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
 

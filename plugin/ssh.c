@@ -1,0 +1,517 @@
+/* ssh: see ssh.h. Blocking libssh2 calls, each bounded by the time left to the deadline. */
+#include "ssh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+#include <netdb.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXEC_OUT_MAX (16u << 20)
+
+struct ssh_conn {
+	int fd;
+	LIBSSH2_SESSION *s;
+	const ssh_opts *o;
+	char where[300]; /* user@host:port, for messages */
+};
+
+/* Sets the session's per-call timeout to what is left; false when nothing is left. */
+static int
+time_left(ssh_conn *c)
+{
+	int64_t left = c->o->deadline_ms - lm_now_ms();
+
+	if (left <= 0)
+		return 0;
+	libssh2_session_set_timeout(c->s, left > 0x7fffffff ? 0x7fffffff : (long)left);
+	return 1;
+}
+
+static const char *
+sess_err(ssh_conn *c)
+{
+	char *msg = NULL;
+
+	libssh2_session_last_error(c->s, &msg, NULL, 0);
+	return msg ? msg : "unknown error";
+}
+
+/* Non-blocking connect to each address in turn, within the deadline. */
+static int
+tcp_connect(ssh_conn *c, int *why, char *err)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC}, *res, *ai;
+	char port[8];
+	int rc, last = 0;
+
+	snprintf(port, sizeof port, "%d", c->o->port ? c->o->port : 22);
+	if ((rc = getaddrinfo(c->o->host, port, &hints, &res)) != 0) {
+		*why = SSH_UNREACHABLE;
+		return lm_err(err, LM_EFAIL, "%s: cannot resolve: %s", c->where, gai_strerror(rc));
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), soerr = 0;
+		socklen_t sl = sizeof soerr;
+		struct pollfd p;
+		int64_t left;
+
+		if (fd < 0)
+			continue;
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
+			p = (struct pollfd){.fd = fd, .events = POLLOUT};
+			left = c->o->deadline_ms - lm_now_ms();
+			rc = left > 0 ? poll(&p, 1, (int)(left > 0x7fffffff ? 0x7fffffff : left)) : 0;
+			if (rc == 0) {
+				close(fd);
+				freeaddrinfo(res);
+				*why = SSH_TIMEOUT;
+				return lm_err(err, LM_EFAIL, "%s: connect timed out", c->where);
+			}
+			if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) {
+				fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+				c->fd = fd;
+				freeaddrinfo(res);
+				return LM_OK;
+			}
+			last = soerr ? soerr : errno;
+		} else
+			last = errno;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	*why = SSH_UNREACHABLE;
+	return lm_err(err, LM_EFAIL, "%s: cannot connect: %s%s", c->where, strerror(last),
+	    last == EHOSTUNREACH || last == ENETUNREACH
+	    ? " (on macOS, check the Local Network privacy setting for this tool)" : "");
+}
+
+/* Waits until the socket is ready in the direction libssh2 is blocked on, within the deadline. */
+static int
+wait_socket(ssh_conn *c, char *err)
+{
+	int dir = libssh2_session_block_directions(c->s);
+	struct pollfd p = {.fd = c->fd};
+	int64_t left = c->o->deadline_ms - lm_now_ms();
+
+	p.events = (dir & LIBSSH2_SESSION_BLOCK_INBOUND ? POLLIN : 0) |
+	    (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0);
+	if (p.events == 0)
+		p.events = POLLIN;
+	if (left <= 0 || poll(&p, 1, (int)(left > 0x7fffffff ? 0x7fffffff : left)) == 0)
+		return lm_err(err, LM_EFAIL, "%s: timed out waiting for the command", c->where);
+	return LM_OK;
+}
+
+void
+ssh_fingerprint(char out[64], const unsigned char *blob, size_t len)
+{
+	unsigned char d[32], b64[48];
+	unsigned n = 0;
+	int m;
+
+	EVP_Digest(blob, len, d, &n, EVP_sha256(), NULL);
+	m = EVP_EncodeBlock(b64, d, 32);
+	while (m > 0 && b64[m - 1] == '=')
+		m--;
+	snprintf(out, 64, "SHA256:%.*s", m, (char *)b64);
+}
+
+/* The fingerprint of a known_hosts entry's base64 key. */
+static void
+known_fingerprint(char out[64], const char *b64)
+{
+	size_t n = strlen(b64);
+	unsigned char *blob = malloc(n);
+	int len;
+
+	snprintf(out, 64, "(unreadable)");
+	if (blob == NULL)
+		return;
+	len = EVP_DecodeBlock(blob, (const unsigned char *)b64, (int)n);
+	if (len > 0) {
+		while (n > 0 && b64[n - 1] == '=') /* DecodeBlock counts padding as bytes */
+			n--, len--;
+		ssh_fingerprint(out, blob, (size_t)len);
+	}
+	free(blob);
+}
+
+static int
+check_hostkey(ssh_conn *c, int *why, char *err)
+{
+	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(c->s);
+	struct libssh2_knownhost *found = NULL;
+	const char *key;
+	size_t len;
+	int type, mask, r, rc = LM_OK, port = c->o->port ? c->o->port : 22;
+	char fp[64], old[64], name[300];
+
+	*why = SSH_PROTOCOL;
+	if (kh == NULL)
+		return lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
+	if ((key = libssh2_session_hostkey(c->s, &len, &type)) == NULL || type < LIBSSH2_HOSTKEY_TYPE_RSA ||
+	    type > LIBSSH2_HOSTKEY_TYPE_ED25519) {
+		rc = lm_err(err, LM_EFAIL, "%s: no usable host key", c->where);
+		goto done;
+	}
+	mask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | ((type + 1) << LIBSSH2_KNOWNHOST_KEY_SHIFT);
+	ssh_fingerprint(fp, (const unsigned char *)key, len);
+	if (access(c->o->known_hosts, F_OK) == 0 &&
+	    libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0) {
+		*why = SSH_HOSTKEY_UNKNOWN;
+		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
+		goto done;
+	}
+	r = libssh2_knownhost_checkp(kh, c->o->host, port, key, len, mask, &found);
+	if (r == LIBSSH2_KNOWNHOST_CHECK_MATCH)
+		goto done;
+	if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
+		known_fingerprint(old, found && found->key ? found->key : "");
+		*why = SSH_HOSTKEY_MISMATCH;
+		rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s but %s has %s; refusing "
+		    "(if the guest was really rebuilt, remove its line from %s)", c->where, fp,
+		    c->o->known_hosts, old, c->o->known_hosts);
+		goto done;
+	}
+	if (!c->o->accept_new) {
+		*why = SSH_HOSTKEY_UNKNOWN;
+		rc = lm_err(err, LM_EFAIL, "%s: unknown host key %s (not in %s); pass --accept-new to trust it",
+		    c->where, fp, c->o->known_hosts);
+		goto done;
+	}
+	if (port == 22)
+		snprintf(name, sizeof name, "%s", c->o->host);
+	else
+		snprintf(name, sizeof name, "[%s]:%d", c->o->host, port);
+	if (libssh2_knownhost_addc(kh, name, NULL, key, len, "lume-metal", 10, mask, NULL) != 0 ||
+	    libssh2_knownhost_writefile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
+		*why = SSH_HOSTKEY_UNKNOWN;
+		rc = lm_err(err, LM_EFAIL, "%s: cannot add its host key to %s", c->where, c->o->known_hosts);
+	}
+done:
+	libssh2_knownhost_free(kh);
+	return rc;
+}
+
+static int
+auth_agent(ssh_conn *c)
+{
+	LIBSSH2_AGENT *a;
+	struct libssh2_agent_publickey *id = NULL, *prev = NULL;
+	int ok = 0;
+
+	if (getenv("SSH_AUTH_SOCK") == NULL || (a = libssh2_agent_init(c->s)) == NULL)
+		return 0;
+	if (libssh2_agent_connect(a) == 0 && libssh2_agent_list_identities(a) == 0)
+		while (!ok && time_left(c) && libssh2_agent_get_identity(a, &id, prev) == 0) {
+			ok = libssh2_agent_userauth(a, c->o->user, id) == 0;
+			prev = id;
+		}
+	libssh2_agent_disconnect(a);
+	libssh2_agent_free(a);
+	return ok;
+}
+
+static int
+auth_password(ssh_conn *c, char *err)
+{
+	char pw[1024];
+	size_t n = 0;
+	int ok = 0;
+
+	if (c->o->password_file != NULL) {
+		char *text = NULL;
+		size_t len;
+
+		if (lm_read_file(&text, &len, c->o->password_file, sizeof pw - 1, err) != LM_OK)
+			return -1;
+		n = strcspn(text, "\r\n");
+		memcpy(pw, text, n);
+		explicit_bzero(text, len);
+		free(text);
+	} else if (c->o->env_password && getenv("LUME_METAL_PASSWORD") != NULL) {
+		n = strlen(getenv("LUME_METAL_PASSWORD"));
+		if (n >= sizeof pw)
+			n = 0;
+		memcpy(pw, getenv("LUME_METAL_PASSWORD"), n);
+	} else if (c->o->lume_default_password) {
+		memcpy(pw, "lume", n = 4);
+	} else
+		return 0;
+	pw[n] = '\0';
+	ok = n > 0 && time_left(c) && libssh2_userauth_password(c->s, c->o->user, pw) == 0;
+	explicit_bzero(pw, sizeof pw);
+	return ok;
+}
+
+/* OpenSSH's order of host key types, limited to what this libssh2 knows (1.10 has no
+ * rsa-sha2-*, and its method_pref mishandles names it does not know). */
+static void
+prefer_hostkeys(LIBSSH2_SESSION *s)
+{
+	static const char *const order[] = {"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+		"ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"};
+	const char **have = NULL;
+	char pref[256] = "";
+	int n = libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY, &have);
+
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+		for (int j = 0; j < n; j++)
+			if (strcmp(order[i], have[j]) == 0) {
+				strcat(pref, *pref ? "," : "");
+				strcat(pref, order[i]);
+			}
+	if (n > 0)
+		libssh2_free(s, have);
+	if (*pref)
+		libssh2_session_method_pref(s, LIBSSH2_METHOD_HOSTKEY, pref);
+}
+
+int
+ssh_connect(ssh_conn **out, int *why_out, const ssh_opts *o, char *err)
+{
+	ssh_conn *c = calloc(1, sizeof *c);
+	int why = SSH_PROTOCOL, rc, r = 0;
+	char *methods;
+
+	*out = NULL;
+	if (c == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	c->fd = -1;
+	c->o = o;
+	snprintf(c->where, sizeof c->where, "%s@%s%s%s:%d", o->user, strchr(o->host, ':') ? "[" : "", o->host,
+	    strchr(o->host, ':') ? "]" : "", o->port ? o->port : 22);
+	if ((rc = tcp_connect(c, &why, err)) != LM_OK)
+		goto fail;
+	if ((c->s = libssh2_session_init()) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
+		goto fail;
+	}
+	libssh2_session_set_blocking(c->s, 1);
+	prefer_hostkeys(c->s);
+	if (!time_left(c) || (r = libssh2_session_handshake(c->s, c->fd)) != 0) {
+		why = !time_left(c) || r == LIBSSH2_ERROR_TIMEOUT ? SSH_TIMEOUT : SSH_PROTOCOL;
+		rc = lm_err(err, LM_EFAIL, "%s: SSH handshake %s", c->where,
+		    why == SSH_TIMEOUT ? "timed out" : sess_err(c));
+		goto fail;
+	}
+	if ((rc = check_hostkey(c, &why, err)) != LM_OK)
+		goto fail;
+	methods = time_left(c) ? libssh2_userauth_list(c->s, o->user, (unsigned)strlen(o->user)) : NULL;
+	if (methods == NULL && !libssh2_userauth_authenticated(c->s)) {
+		why = time_left(c) ? SSH_PROTOCOL : SSH_TIMEOUT;
+		rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, why == SSH_TIMEOUT ? "timed out" : sess_err(c));
+		goto fail;
+	}
+	if (!libssh2_userauth_authenticated(c->s) && !auth_agent(c) &&
+	    !(o->identity && time_left(c) &&
+		libssh2_userauth_publickey_fromfile(c->s, o->user, NULL, o->identity, NULL) == 0)) {
+		r = auth_password(c, err);
+		if (r < 0) {
+			why = SSH_AUTH;
+			rc = LM_EINPUT;
+			goto fail;
+		}
+		if (r == 0) {
+			why = time_left(c) ? SSH_AUTH : SSH_TIMEOUT;
+			rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, why == SSH_TIMEOUT ? "timed out authenticating"
+			    : "authentication failed (tried the agent, the identity file and any password)");
+			goto fail;
+		}
+	}
+	*out = c;
+	return LM_OK;
+fail:
+	if (why_out)
+		*why_out = why;
+	ssh_close(c);
+	return rc;
+}
+
+void
+ssh_close(ssh_conn *c)
+{
+	if (c == NULL)
+		return;
+	if (c->s != NULL) {
+		libssh2_session_set_timeout(c->s, 2000);
+		libssh2_session_disconnect(c->s, "lume-metal done");
+		libssh2_session_free(c->s);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+void
+ssh_result_free(ssh_result *r)
+{
+	lm_buf_free(&r->out);
+	lm_buf_free(&r->err);
+}
+
+int
+ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+{
+	LIBSSH2_CHANNEL *ch = NULL;
+	char buf[16384], *sig = NULL;
+	size_t siglen = 0;
+	ssize_t n;
+	int rc = LM_OK;
+
+	memset(r, 0, sizeof *r);
+	r->exit_code = -1;
+	if (!time_left(c) || (ch = libssh2_channel_open_session(c->s)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: cannot open a channel: %s", c->where,
+		    time_left(c) ? sess_err(c) : "timed out");
+		goto done;
+	}
+	if (libssh2_channel_exec(ch, cmd) != 0) {
+		rc = lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
+		goto done;
+	}
+	for (size_t off = 0; off < inlen; off += (size_t)n) {
+		if (!time_left(c) || (n = libssh2_channel_write(ch, (const char *)in + off, inlen - off)) < 0) {
+			rc = lm_err(err, LM_EFAIL, "%s: writing the command's input: %s", c->where,
+			    time_left(c) ? sess_err(c) : "timed out");
+			goto done;
+		}
+	}
+	libssh2_channel_send_eof(ch);
+	/* Both streams share one window: read them alternately, without blocking, so that a
+	 * chatty stderr cannot stall stdout. */
+	libssh2_session_set_blocking(c->s, 0);
+	for (;;) {
+		int got = 0, eof = libssh2_channel_eof(ch); /* before reading: data that came with EOF is read */
+
+		for (int stream = 0; stream <= SSH_EXTENDED_DATA_STDERR; stream += SSH_EXTENDED_DATA_STDERR) {
+			lm_buf *b = stream ? &r->err : &r->out;
+
+			while ((n = libssh2_channel_read_ex(ch, stream, buf, sizeof buf)) > 0) {
+				got = 1;
+				if (b->len + (size_t)n > EXEC_OUT_MAX || lm_buf_add(b, buf, (size_t)n) != 0) {
+					rc = lm_err(err, LM_EFAIL, "%s: the command printed more than 16 MiB", c->where);
+					goto done;
+				}
+			}
+			if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+				rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, sess_err(c));
+				goto done;
+			}
+		}
+		if (eof)
+			break;
+		/* The reads may have taken EOF off the socket: look again before sleeping on it. */
+		if (!got && !libssh2_channel_eof(ch) && (rc = wait_socket(c, err)) != LM_OK)
+			goto done;
+	}
+	libssh2_session_set_blocking(c->s, 1);
+	if (libssh2_channel_close(ch) != 0 || libssh2_channel_wait_closed(ch) != 0) {
+		rc = lm_err(err, LM_EFAIL, "%s: the channel did not close cleanly: %s", c->where, sess_err(c));
+		goto done;
+	}
+	/* get_exit_status answers 0 when there is none: look for a signal first. */
+	if (libssh2_channel_get_exit_signal(ch, &sig, &siglen, NULL, NULL, NULL, NULL) == 0 && sig != NULL) {
+		snprintf(r->signal, sizeof r->signal, "%.*s", (int)siglen, sig);
+		rc = lm_err(err, LM_EFAIL, "%s: the remote command was killed by SIG%s", c->where, r->signal);
+	} else
+		r->exit_code = libssh2_channel_get_exit_status(ch);
+	libssh2_free(c->s, sig);
+done:
+	libssh2_session_set_blocking(c->s, 1);
+	if (ch != NULL)
+		libssh2_channel_free(ch);
+	return rc;
+}
+
+int
+ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, uint64_t *sent, char *err)
+{
+	LIBSSH2_SFTP *sftp = NULL;
+	LIBSSH2_SFTP_HANDLE *h = NULL;
+	char tmp[4096], dst[4096], buf[32768];
+	ssize_t n, w;
+	int fd = -1, rc = LM_OK;
+
+	*sent = 0;
+	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
+	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
+		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0)
+		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+	if (!time_left(c) || (sftp = libssh2_sftp_init(c->s)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: cannot start SFTP: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
+		goto done;
+	}
+	h = libssh2_sftp_open(sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC | LIBSSH2_FXF_EXCL,
+	    LIBSSH2_SFTP_S_IRUSR | LIBSSH2_SFTP_S_IWUSR);
+	if (h == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: cannot create %s (SFTP error %lu)", c->where, tmp,
+		    libssh2_sftp_last_error(sftp));
+		goto done;
+	}
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t off = 0; off < n; off += w) {
+			if (!time_left(c) || (w = libssh2_sftp_write(h, buf + off, (size_t)(n - off))) < 0) {
+				rc = lm_err(err, LM_EFAIL, "%s: upload of %s failed: %s", c->where, name,
+				    time_left(c) ? "write error (disk full?)" : "timed out");
+				goto done;
+			}
+			*sent += (uint64_t)w;
+		}
+	if (n < 0) {
+		rc = lm_err(err, LM_EFAIL, "%s: read: %s", local, strerror(errno));
+		goto done;
+	}
+	if (libssh2_sftp_fsync(h) != 0 || libssh2_sftp_close(h) != 0) {
+		h = NULL;
+		rc = lm_err(err, LM_EFAIL, "%s: upload of %s could not be synced (disk full?)", c->where, name);
+		goto done;
+	}
+	h = NULL;
+	if (libssh2_sftp_rename_ex(sftp, tmp, (unsigned)strlen(tmp), dst, (unsigned)strlen(dst),
+	    LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE) != 0)
+		rc = lm_err(err, LM_EFAIL, "%s: cannot rename the upload into %s (SFTP error %lu)", c->where, dst,
+		    libssh2_sftp_last_error(sftp));
+done:
+	if (h != NULL)
+		libssh2_sftp_close(h);
+	if (rc != LM_OK && sftp != NULL)
+		libssh2_sftp_unlink(sftp, tmp);
+	if (sftp != NULL)
+		libssh2_sftp_shutdown(sftp);
+	close(fd);
+	return rc;
+}
+
+int
+ssh_quote_argv(lm_buf *out, const char *const *argv)
+{
+	int rc = 0;
+
+	for (size_t i = 0; argv[i] != NULL && rc == 0; i++) {
+		const char *s = argv[i];
+
+		if (i > 0)
+			rc |= lm_buf_add(out, " ", 1);
+		if (strncmp(s, "~/", 2) == 0) {
+			rc |= lm_buf_addf(out, "\"$HOME\"/");
+			s += 2;
+		}
+		rc |= lm_buf_add(out, "'", 1);
+		for (; *s && rc == 0; s++)
+			rc |= *s == '\'' ? lm_buf_addf(out, "'\\''") : lm_buf_add(out, s, 1);
+		rc |= lm_buf_add(out, "'", 1);
+	}
+	return rc ? LM_EFAIL : LM_OK;
+}

@@ -1,0 +1,62 @@
+/* ssh: one verified, authenticated libssh2 session to a guest, with exec and upload.
+ * Every remote command line is built by ssh_quote_argv and nothing else. */
+#ifndef LM_SSH_H
+#define LM_SSH_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+typedef struct {
+	const char *host;           /* name or address, IPv4 or IPv6 */
+	int port;                   /* 22 when 0 */
+	const char *user;
+	const char *identity;       /* private key file, or NULL */
+	const char *password_file;  /* first line is the password, or NULL */
+	int env_password;           /* also try $LUME_METAL_PASSWORD */
+	int lume_default_password;  /* also try Lume's default "lume"; the caller warns */
+	const char *known_hosts;    /* OpenSSH known_hosts file */
+	int accept_new;             /* add an unknown host key instead of refusing */
+	int64_t deadline_ms;        /* lm_now_ms() value by which everything must be done */
+} ssh_opts;
+
+typedef struct ssh_conn ssh_conn;
+
+/* Error codes of a failed connect, for the fleet's named states. */
+enum {
+	SSH_UNREACHABLE = 1, SSH_TIMEOUT, SSH_HOSTKEY_UNKNOWN, SSH_HOSTKEY_MISMATCH, SSH_AUTH, SSH_PROTOCOL,
+};
+
+/* Connects, verifies the host key, authenticates (agent, identity, password, in that order).
+ * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
+ * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
+ * fingerprints and nothing is sent. */
+int ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err);
+void ssh_close(ssh_conn *c);
+
+typedef struct {
+	lm_buf out, err;    /* what the command printed; the caller frees with ssh_result_free */
+	int exit_code;      /* valid when signal is empty */
+	char signal[32];    /* e.g. "KILL" when the remote process died of a signal */
+} ssh_result;
+void ssh_result_free(ssh_result *r);
+
+/* Runs cmd (built by ssh_quote_argv), feeding it in (may be NULL). Returns LM_OK when the
+ * command ran to an exit status (r->exit_code may still be non-zero), LM_EFAIL when it could
+ * not be run, died of a signal, or the channel did not close cleanly. */
+int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
+
+/* Uploads local to remote_dir/name over SFTP: written under a temporary name, fsynced, then
+ * renamed. remote_dir is relative to the guest HOME or absolute. *sent gets the bytes sent. */
+int ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const char *name,
+    uint64_t *sent, char *err);
+
+/* Appends argv (NULL-terminated) to out as one POSIX sh command line: every word in single
+ * quotes, so spaces, quotes, $(), backticks, newlines and non-ASCII arrive as they are. A
+ * word that starts with "~/" keeps "$HOME"/ outside the quotes. */
+int ssh_quote_argv(lm_buf *out, const char *const *argv);
+
+/* SHA-256 fingerprint of a key blob as OpenSSH prints it: "SHA256:" + unpadded base64. */
+void ssh_fingerprint(char out[64], const unsigned char *blob, size_t len);
+
+#endif

@@ -1,0 +1,61 @@
+#!/bin/sh
+# Real OpenSSH sshd guests on loopback for the tests.
+#   tests/sshd.sh start DIR ADDR PORT [--password] [--rekey]
+#       DIR/home is the guest HOME; the guest-sim commands come first on its PATH. Writes the
+#       guest's host key, a client key DIR/id_ed25519 that it accepts, and DIR/sshd.pid.
+#       --rekey makes a new host key (a rebuilt guest).
+#   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
+# The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
+set -eu
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cmd=$1 dir=$2
+case $cmd in
+stop)
+	[ -f "$dir/sshd.pid" ] || exit 0
+	pid=$(cat "$dir/sshd.pid")
+	kill "$pid" 2>/dev/null || true
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$dir/sshd.pid"
+	exit 0
+	;;
+start) ;;
+*) echo "usage: $0 start|stop DIR ..." >&2; exit 2 ;;
+esac
+addr=$3 port=$4
+shift 4
+password=no rekey=no
+for a in "$@"; do
+	case $a in --password) password=yes ;; --rekey) rekey=yes ;; esac
+done
+mkdir -p "$dir/home"
+[ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
+if [ ! -f "$dir/host_ed25519" ] || [ $rekey = yes ]; then
+	rm -f "$dir/host_ed25519" "$dir/host_ed25519.pub"
+	ssh-keygen -q -t ed25519 -N '' -C guest-host-key -f "$dir/host_ed25519"
+fi
+[ -f "$dir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C lume-metal-test -f "$dir/id_ed25519"
+cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+cat >"$dir/sshd_config" <<CONF
+ListenAddress $addr:$port
+HostKey $dir/host_ed25519
+PidFile $dir/sshd.pid
+AuthorizedKeysFile $dir/authorized_keys
+PubkeyAuthentication yes
+PasswordAuthentication $password
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+AllowTcpForwarding yes
+SetEnv HOME=$dir/home PATH=$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin
+Subsystem sftp internal-sftp
+LogLevel ERROR
+MaxStartups 100
+CONF
+/usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"
+# sshd writes its pid file once it listens.
+i=0
+while [ ! -s "$dir/sshd.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s "$dir/sshd.pid" ] || { cat "$dir/sshd.log" >&2; exit 1; }
