@@ -1,0 +1,33 @@
+/* ledger: one JSON document per image version under <state>/ledger/, holding an append-only
+ * list of records. Every write is read-modify-write under flock(2) on a lock file beside it,
+ * through a temporary file, fsync and rename, so concurrent writers lose nothing and a
+ * reader never sees a torn file. A document that does not parse is never overwritten. */
+#ifndef LM_LEDGER_H
+#define LM_LEDGER_H
+
+#include <cjson/cJSON.h>
+
+/* The image-version key, fields in a fixed order; NULL fields are stored as null.
+ * Returns a new object the caller owns (cJSON_Delete), or NULL when out of memory. */
+cJSON *ledger_key(const char *image, const char *digest, const char *guest_os, const char *guest_build,
+    const char *guest_model, const char *host_chip, const char *host_build);
+
+/* The document's path for key: <state>/ledger/<16 hex of the key's SHA-256>.json. */
+int ledger_path(char *out, size_t len, const char *state, const cJSON *key);
+
+/* Appends a copy of record (adding "time" when absent) to key's document, creating it and
+ * <state>/ledger/ as needed. A corrupt document is reported with its path (LM_EFAIL). */
+int ledger_append(const char *state, const cJSON *key, const cJSON *record, char *err);
+
+/* Loads key's document into *out (caller frees), or *out = NULL when there is none. */
+int ledger_load(cJSON **out, const char *state, const cJSON *key, char *err);
+
+/* The last record of doc whose "kind" is kind, or NULL. Borrowed from doc. */
+const cJSON *ledger_last(const cJSON *doc, const char *kind);
+
+/* Calls fn for every document, sorted by path; stops at the first non-zero return and
+ * returns it. A corrupt document is an error naming its path. */
+int ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx,
+    char *err);
+
+#endif
