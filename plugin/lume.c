@@ -1,0 +1,217 @@
+/* lume: see lume.h. */
+#include "lume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+extern char **environ;
+
+cJSON *
+lume_parse_output(const char *text)
+{
+	for (const char *p = text; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *q = p, *end = NULL;
+		cJSON *doc;
+
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (*q != '[')
+			continue;
+		if ((doc = cJSON_ParseWithOpts(q, &end, 0)) != NULL && cJSON_IsArray(doc))
+			return doc;
+		cJSON_Delete(doc);
+	}
+	return NULL;
+}
+
+/* Runs lume with argv (no shell), capturing stdout and stderr; *status is its exit status. */
+static int
+run_lume(lm_buf *out, lm_buf *errout, int *status, const char *lume, const char *const *argv, char *err)
+{
+	int po[2], pe[2], st, rc = LM_OK;
+	posix_spawn_file_actions_t fa;
+	char buf[4096];
+	pid_t pid;
+
+	if (pipe(po) != 0 || pipe(pe) != 0)
+		return lm_err(err, LM_EFAIL, "pipe: %s", strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	posix_spawn_file_actions_addclose(&fa, po[0]);
+	posix_spawn_file_actions_addclose(&fa, pe[0]);
+	rc = posix_spawnp(&pid, lume, &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(po[1]);
+	close(pe[1]);
+	if (rc != 0) {
+		close(po[0]);
+		close(pe[0]);
+		return lm_err(err, LM_EINPUT, "cannot run %s: %s (install Lume, or pass --lume PATH or --host)",
+		    lume, strerror(rc));
+	}
+	/* Lume prints little on stderr: read stdout to its end, then stderr. */
+	for (int fd = po[0]; fd >= 0; fd = fd == po[0] ? pe[0] : -1) {
+		ssize_t n;
+		lm_buf *b = fd == po[0] ? out : errout;
+
+		while ((n = read(fd, buf, sizeof buf)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 || b->len > (4u << 20) || lm_buf_add(b, buf, (size_t)n) != 0)
+				break;
+		}
+	}
+	close(po[0]);
+	close(pe[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return lm_err(err, LM_EFAIL, "waitpid: %s", strerror(errno));
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return LM_OK;
+}
+
+static char *
+dup_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+static lume_vm *
+vm_from_json(const cJSON *o)
+{
+	lume_vm *vm = calloc(1, sizeof *vm);
+	const cJSON *ssh = cJSON_GetObjectItemCaseSensitive(o, "sshAvailable");
+
+	if (vm == NULL)
+		return NULL;
+	vm->name = dup_str(o, "name");
+	vm->status = dup_str(o, "status");
+	vm->ip = dup_str(o, "ipAddress");
+	vm->os = dup_str(o, "os");
+	vm->ssh_available = cJSON_IsBool(ssh) ? cJSON_IsTrue(ssh) : -1;
+	if (vm->name == NULL || vm->status == NULL) {
+		lume_vm_free(vm);
+		return NULL;
+	}
+	return vm;
+}
+
+void
+lume_vm_free(lume_vm *vm)
+{
+	if (vm == NULL)
+		return;
+	free(vm->name);
+	free(vm->status);
+	free(vm->ip);
+	free(vm->os);
+	free(vm);
+}
+
+/* One `lume get`: LM_OK with *out, or an error naming the VM. ready is set when the VM can
+ * take SSH now. */
+static int
+get_once(lume_vm **out, int *ready, const char *lume, const char *name, char *err)
+{
+	const char *argv[] = {lume, "get", name, "--format", "json", NULL};
+	lm_buf o = {0}, e = {0};
+	cJSON *doc = NULL;
+	int st = 0, rc;
+
+	*out = NULL;
+	*ready = 0;
+	if ((rc = run_lume(&o, &e, &st, lume, argv, err)) != LM_OK)
+		goto done;
+	if (st != 0) {
+		const char *msg = e.data && *e.data ? e.data : o.data ? o.data : "";
+
+		rc = lm_err(err, LM_EINPUT, "VM %s: not found by lume (lume get exited %d: %.*s)", name, st,
+		    (int)strcspn(msg, "\n"), msg);
+		goto done;
+	}
+	if ((doc = o.data ? lume_parse_output(o.data) : NULL) == NULL || cJSON_GetArraySize(doc) != 1 ||
+	    (*out = vm_from_json(cJSON_GetArrayItem(doc, 0))) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "VM %s: lume get printed no VM object this tool understands", name);
+		goto done;
+	}
+	if (strcmp((*out)->status, "running") != 0)
+		rc = lm_err(err, LM_EFAIL, "VM %s is %s; start it with `lume run %s --no-display`", name,
+		    (*out)->status, name);
+	else if ((*out)->ip == NULL || *(*out)->ip == '\0')
+		rc = lm_err(err, LM_EFAIL, "VM %s is running but has no IP address yet (try --wait SECONDS)", name);
+	else if ((*out)->ssh_available == 0)
+		rc = lm_err(err, LM_EFAIL, "VM %s (%s): SSH is not available; enable Remote Login in the guest "
+		    "or try --wait SECONDS", name, (*out)->ip);
+	else
+		*ready = 1;
+done:
+	cJSON_Delete(doc);
+	lm_buf_free(&o);
+	lm_buf_free(&e);
+	return rc;
+}
+
+int
+lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, char *err)
+{
+	int64_t until = lm_now_ms() + (int64_t)wait_s * 1000;
+	int ready, rc;
+
+	for (;;) {
+		rc = get_once(out, &ready, lume, name, err);
+		if (ready || rc == LM_EINPUT || lm_now_ms() >= until)
+			break;
+		lume_vm_free(*out);
+		*out = NULL;
+		nanosleep(&(struct timespec){.tv_nsec = 500000000}, NULL);
+	}
+	if (!ready) {
+		lume_vm_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int
+lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
+{
+	const char *argv[] = {lume, "ls", "--format", "json", NULL};
+	lm_buf o = {0}, e = {0};
+	cJSON *doc = NULL;
+	const cJSON *it;
+	int st = 0, rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = run_lume(&o, &e, &st, lume, argv, err)) != LM_OK)
+		goto done;
+	if (st != 0 || (doc = o.data ? lume_parse_output(o.data) : NULL) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "lume ls exited %d without a VM list", st);
+		goto done;
+	}
+	if ((*out = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof **out)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, doc)
+		if (((*out)[*n] = vm_from_json(it)) != NULL)
+			(*n)++;
+done:
+	cJSON_Delete(doc);
+	lm_buf_free(&o);
+	lm_buf_free(&e);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/* lume: resolves Lume VM names to SSH addresses with `lume get NAME --format json` and
+ * `lume ls --format json`, tolerating the log lines Lume prints around its JSON. */
+#ifndef LM_LUME_H
+#define LM_LUME_H
+
+#include <cjson/cJSON.h>
+
+typedef struct {
+	char *name, *status, *ip, *os;
+	int ssh_available; /* 1 true, 0 false, -1 null */
+} lume_vm;
+
+/* Finds the JSON array in Lume's stdout, skipping log lines such as
+ * "[2026-08-09T12:00:00Z] INFO: ...". Returns a new array (caller frees) or NULL. */
+cJSON *lume_parse_output(const char *text);
+
+/* Runs `lume get NAME --format json` (lume is a path or a name on $PATH) and fills *out
+ * (caller frees with lume_vm_free). Errors name the VM: not found, not running (with a hint
+ * to `lume run`), no IP yet, SSH not available. With wait_s > 0 it polls until the VM is
+ * running with SSH available, or the time is up. */
+int lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, char *err);
+
+/* Runs `lume ls --format json`: *out gets an array of VMs and *n their count (caller frees
+ * each with lume_vm_free and the array with free). */
+int lume_list(lume_vm ***out, size_t *n, const char *lume, char *err);
+
+void lume_vm_free(lume_vm *vm);
+
+#endif
