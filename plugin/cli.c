@@ -4,7 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
 #include "cli.h"
+#include "lume.h"
 
 int
 cli_error(int code, const char *fmt, ...)
@@ -82,3 +87,295 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 	    p->nfiles, (uintmax_t)p->size);
 }
 
+
+void
+cli_conn_init(cli_conn *c)
+{
+	static char state[4096], known[4096];
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+	memset(c, 0, sizeof *c);
+	if (xdg && *xdg)
+		snprintf(state, sizeof state, "%s/lume-metal", xdg);
+	else
+		snprintf(state, sizeof state, "%s/.local/state/lume-metal", home ? home : ".");
+	snprintf(known, sizeof known, "%s/.ssh/known_hosts", home ? home : ".");
+	c->state = state;
+	c->lume = "lume";
+	c->ssh.user = "lume";
+	c->ssh.known_hosts = known;
+	c->ssh.env_password = 1;
+	c->timeout_s = 120;
+	c->parallel = 32;
+}
+
+static int
+number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || v < lo || v > hi) {
+		cli_error(EXIT_USAGE, "%s: %s %s: not a whole number from %d to %d", cmd, flag, arg, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 1;
+}
+
+int
+cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
+{
+	switch (opt) {
+	case 'u': c->ssh.user = arg; return 1;
+	case 'i': c->ssh.identity = arg; return 1;
+	case 1001: c->ssh.password_file = arg; return 1;
+	case 1002: c->ssh.known_hosts = arg; return 1;
+	case 1003: c->ssh.accept_new = 1; return 1;
+	case 1004: {
+		const char **h = reallocarray(c->hosts, c->nhosts + 1, sizeof *h);
+
+		if (h == NULL)
+			return -1;
+		h[c->nhosts++] = arg;
+		c->hosts = h;
+		return 1;
+	}
+	case 1005: return number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
+	case 1006: return number(arg, "--parallel", cmd, 1, 1024, &c->parallel);
+	case 1007: c->state = arg; return 1;
+	case 1008: c->json = 1; return 1;
+	case 1009: c->lume = arg; return 1;
+	case 1010: return number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
+	case 1011: c->all = 1; return 1;
+	case 1012: c->ssh.lume_default_password = 1; return 1;
+	}
+	return 0;
+}
+
+int
+cli_conn_check(cli_conn *c, int nvms, const char *cmd)
+{
+	if (c->all && (nvms > 0 || c->nhosts > 0))
+		return cli_error(EXIT_USAGE, "%s: --all takes no VM names or --host", cmd);
+	if (!c->all && nvms == 0 && c->nhosts == 0)
+		return cli_error(EXIT_USAGE, "%s: name at least one VM, --host user@addr, or --all", cmd);
+	if (c->ssh.lume_default_password)
+		fprintf(stderr, "lume-metal: warning: --lume-default-password: trying Lume's published default "
+		    "password; set a real one on any guest that is reachable by others\n");
+	return EXIT_OK;
+}
+
+void
+cli_conn_free(cli_conn *c)
+{
+	free(c->hosts);
+	c->hosts = NULL;
+}
+
+typedef struct {
+	pthread_mutex_t mu;
+	size_t next, n;
+	guest_target **targets;
+	cJSON **results;
+	int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *);
+	const deploy_opts *o;
+} pool;
+
+static void *
+worker(void *arg)
+{
+	pool *p = arg;
+	char err[LM_ERRLEN];
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&p->mu);
+		i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->n)
+			return NULL;
+		if (p->fn(&p->results[i], p->targets[i], p->o, err) != LM_OK || p->results[i] == NULL) {
+			cJSON_Delete(p->results[i]);
+			p->results[i] = cJSON_CreateObject();
+			cJSON_AddStringToObject(p->results[i], "vm", p->targets[i]->name);
+			cJSON_AddStringToObject(p->results[i], "state", "failed");
+			cJSON_AddStringToObject(p->results[i], "message", err);
+		}
+	}
+}
+
+static int
+add_target(pool *p, guest_target *t)
+{
+	guest_target **v = reallocarray(p->targets, p->n + 1, sizeof *v);
+
+	if (v == NULL)
+		return -1;
+	v[p->n++] = t;
+	p->targets = v;
+	return 0;
+}
+
+static void
+print_results(cJSON **results, size_t n, int json)
+{
+	cJSON *summary = cJSON_CreateObject();
+
+	for (size_t i = 0; i < n; i++) {
+		const char *state = cJSON_GetObjectItemCaseSensitive(results[i], "state")->valuestring;
+		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(results[i], "message");
+		cJSON *cnt = cJSON_GetObjectItemCaseSensitive(summary, state);
+
+		if (cnt)
+			cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
+		else
+			cJSON_AddNumberToObject(summary, state, 1);
+		if (json) {
+			char *s = cJSON_PrintUnformatted(results[i]);
+
+			printf("%s\n", s);
+			free(s);
+		} else
+			printf("%-24s %-18s %s\n", cJSON_GetObjectItemCaseSensitive(results[i], "vm")->valuestring, state,
+			    cJSON_IsString(msg) ? msg->valuestring : "");
+	}
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char *s;
+
+		cJSON_AddNumberToObject(summary, "total", (double)n);
+		cJSON_AddItemToObject(o, "summary", summary);
+		s = cJSON_PrintUnformatted(o);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("# %zu VM(s):", n);
+	for (cJSON *it = summary->child; it; it = it->next)
+		printf(" %s %d", it->string, (int)it->valuedouble);
+	printf("\n");
+	cJSON_Delete(summary);
+}
+
+int
+cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
+    deploy_opts *o, const char *cmd)
+{
+	pool p = {.mu = PTHREAD_MUTEX_INITIALIZER, .fn = fn, .o = o};
+	char err[LM_ERRLEN];
+	pthread_t *th = NULL;
+	size_t nth;
+	int rc = EXIT_OK;
+
+	o->state = c->state;
+	o->lume = c->lume;
+	o->ssh = c->ssh;
+	o->timeout_s = c->timeout_s;
+	o->wait_s = c->wait_s;
+	for (int i = 0; i < nvms; i++) {
+		guest_target *t;
+
+		if (guest_target_lume(&t, vms[i], c->ssh.user, err) != LM_OK || add_target(&p, t) != 0) {
+			rc = cli_fail(LM_EFAIL, err);
+			goto done;
+		}
+	}
+	for (size_t i = 0; i < c->nhosts; i++) {
+		guest_target *t;
+
+		if ((rc = guest_target_host(&t, c->hosts[i], c->ssh.user, err)) != LM_OK) {
+			rc = cli_fail(rc, err);
+			goto done;
+		}
+		if (add_target(&p, t) != 0) {
+			guest_target_free(t);
+			rc = cli_error(EXIT_SOMEFAIL, "out of memory");
+			goto done;
+		}
+	}
+	if (c->all) {
+		lume_vm **all;
+		size_t n;
+
+		if ((rc = lume_list(&all, &n, c->lume, err)) != LM_OK) {
+			rc = cli_fail(rc, err);
+			goto done;
+		}
+		for (size_t i = 0; i < n; i++) {
+			guest_target *t = NULL;
+
+			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK && add_target(&p, t) != 0)
+				guest_target_free(t);
+			lume_vm_free(all[i]);
+		}
+		free(all);
+		if (p.n == 0) {
+			rc = cli_error(EXIT_SOMEFAIL, "%s --all: lume lists no VMs", cmd);
+			goto done;
+		}
+	}
+	if ((p.results = calloc(p.n, sizeof *p.results)) == NULL ||
+	    (th = calloc(nth = p.n < (size_t)c->parallel ? p.n : (size_t)c->parallel, sizeof *th)) == NULL) {
+		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < nth; i++)
+		if (pthread_create(&th[i], NULL, worker, &p) != 0) {
+			nth = i;
+			break;
+		}
+	if (nth == 0)
+		worker(&p);
+	for (size_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	print_results(p.results, p.n, c->json);
+	rc = deploy_exit_code(p.results, p.n);
+done:
+	for (size_t i = 0; i < p.n; i++) {
+		guest_target_free(p.targets[i]);
+		if (p.results)
+			cJSON_Delete(p.results[i]);
+	}
+	free(p.targets);
+	free(p.results);
+	free(th);
+	return rc;
+}
+
+int
+cli_payload(payload_info **info, char **path, const char *file, const char *target, const char *profile,
+    const char *workload, const char *state)
+{
+	payload_build_opts b = {.datadir = cli_datadir(), .target = target, .profile = profile, .workload = workload};
+	char err[LM_ERRLEN], dir[4096], out[4400];
+	int rc;
+
+	*info = NULL;
+	*path = NULL;
+	if (file != NULL) {
+		if ((rc = payload_verify(info, file, NULL, err)) != LM_OK)
+			return cli_fail(rc, err);
+		*path = strdup(file);
+	} else {
+		if (lm_fmt(dir, sizeof dir, "%s/payloads", state) < 0 || lm_fmt(out, sizeof out, "%s/lume-metal-%s-%s-%s.tar.gz",
+		    dir, target, profile ? profile : "default", workload) < 0)
+			return cli_error(EXIT_USAGE, "--state %s: path too long", state);
+		if (strchr(out + strlen(dir) + 1, '/') != NULL)
+			return cli_error(EXIT_USAGE, "--profile and --workload take ids here, not paths");
+		if ((rc = lm_mkdirs(dir, err)) != LM_OK)
+			return cli_fail(rc, err);
+		b.out = out;
+		if ((rc = payload_build(info, &b, err)) != LM_OK)
+			return cli_fail(rc, err);
+		*path = strdup(out);
+	}
+	if (*path == NULL)
+		return cli_error(EXIT_SOMEFAIL, "out of memory");
+	if ((*info)->placeholders > 0)
+		return cli_error(EXIT_REFUSED, "%s: holds %d placeholder file(s); it cannot be deployed", *path,
+		    (*info)->placeholders);
+	return EXIT_OK;
+}

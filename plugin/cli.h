@@ -4,7 +4,9 @@
 
 #include <getopt.h>
 
+#include "deploy.h"
 #include "payload.h"
+#include "ssh.h"
 #include "util.h"
 
 /* Exit codes of the design. */
@@ -39,7 +41,53 @@ const char *cli_datadir(void);
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);
 
+/* The connection flags every VM command shares (see CONN_FLAGS in main.c). */
+typedef struct {
+	ssh_opts ssh;          /* user, identity, password, known hosts, accept-new */
+	const char *state;     /* --state, or $XDG_STATE_HOME/lume-metal, or ~/.local/state/lume-metal */
+	const char *lume;      /* --lume PATH, default "lume" on $PATH */
+	const char **hosts;    /* --host values */
+	size_t nhosts;
+	int timeout_s, parallel, json, all, wait_s;
+} cli_conn;
+
+/* Option rows for the shared flags; a command appends its own and ends with a zero row. */
+#define CLI_CONN_OPTIONS \
+	{"user", required_argument, NULL, 'u'}, {"identity", required_argument, NULL, 'i'}, \
+	{"password-file", required_argument, NULL, 1001}, {"known-hosts", required_argument, NULL, 1002}, \
+	{"accept-new", no_argument, NULL, 1003}, {"host", required_argument, NULL, 1004}, \
+	{"timeout", required_argument, NULL, 1005}, {"parallel", required_argument, NULL, 1006}, \
+	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
+	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
+	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}
+#define CLI_CONN_SHORT "u:i:"
+
+/* Sets defaults. */
+void cli_conn_init(cli_conn *c);
+/* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
+int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
+/* Checks the flags against the VM arguments; prints the reason and returns EXIT_USAGE. */
+int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
+void cli_conn_free(cli_conn *c);
+
+/* Runs fn on every VM named by vms, --host and --all, --parallel at a time, then prints one
+ * line (or with --json one object) per VM in the order given and a summary; returns the exit
+ * code of deploy_exit_code. */
+int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
+    deploy_opts *o, const char *cmd);
+
+/* The payload for deploy and probe: --payload FILE (verified), or one built for
+ * target/profile/workload under <state>/payloads/. *info and *path are the caller's. */
+int cli_payload(payload_info **info, char **path, const char *file, const char *target, const char *profile,
+    const char *workload, const char *state);
+
 int cmd_build(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_deploy(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_rollback(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
+int cmd_host(int argc, char **argv);
 
 #endif

@@ -55,28 +55,6 @@ ledger_path(char *out, size_t len, const char *state, const cJSON *key)
 	return lm_fmt(out, len, "%s/ledger/%.16s.json", state, sha);
 }
 
-static int
-mkdirs(const char *path, char *err)
-{
-	char p[4096];
-
-	if (lm_fmt(p, sizeof p, "%s", path) < 0)
-		return lm_err(err, LM_EINPUT, "%s: path too long", path);
-	for (char *s = p + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-
-			*s = '\0';
-			if (mkdir(p, 0700) != 0 && errno != EEXIST)
-				return lm_err(err, LM_EFAIL, "%s: %s", p, strerror(errno));
-			*s = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	return LM_OK;
-}
-
 /* Reads a document; *out = NULL when the file does not exist. */
 static int
 read_doc(cJSON **out, const char *path, char *err)
@@ -134,7 +112,7 @@ ledger_append(const char *state, const cJSON *key, const cJSON *record, char *er
 	if (ledger_path(path, sizeof path, state, key) < 0 || lm_fmt(dir, sizeof dir, "%s/ledger", state) < 0 ||
 	    lm_fmt(lock, sizeof lock, "%s.lock", path) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", state);
-	if ((rc = mkdirs(dir, err)) != LM_OK)
+	if ((rc = lm_mkdirs(dir, err)) != LM_OK)
 		return rc;
 	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		return lm_err(err, LM_EFAIL, "%s: %s", lock, strerror(errno));

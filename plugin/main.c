@@ -4,20 +4,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libssh2.h>
+
 #include "cli.h"
 
 #define CONN_FLAGS \
 	"\nConnection (every command that reaches a VM):\n" \
 	"  -u, --user USER         guest user (default: lume)\n" \
 	"  -i, --identity FILE     private key file\n" \
-	"      --password-file F   read the password from F (never from argv)\n" \
+	"      --password-file F   read the password from F (or $LUME_METAL_PASSWORD; never argv)\n" \
 	"      --known-hosts FILE  host keys (default ~/.ssh/known_hosts)\n" \
 	"      --accept-new        add an unknown host key instead of refusing\n" \
-	"      --host user@addr[:port]  reach a guest directly, without lume\n" \
-	"      --timeout SECONDS   per-VM limit for the whole operation\n" \
-	"      --parallel N        VMs at once\n" \
+	"      --host user@addr[:port]  a guest reached directly, without lume (repeatable)\n" \
+	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
+	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
+	"      --all               every VM that `lume ls` lists\n" \
+	"      --lume-default-password  also try Lume's default password (warns)\n" \
+	"      --timeout SECONDS   per-VM limit for the whole operation (default 120)\n" \
+	"      --parallel N        VMs at once (default 32)\n" \
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
 	"      --json              machine-readable output\n"
+
+#define PAYLOAD_FLAGS \
+	"\nPayload:\n" \
+	"  --payload FILE      a built payload (verified first); otherwise one is built for:\n" \
+	"  --target T          macos (default) or linux-sim\n" \
+	"  --profile ID        capability profile (default: the workload's)\n" \
+	"  --workload ID       workload (default: llama-server)\n"
 
 static const cli_command commands[] = {
 	{"build", cmd_build, "write the deterministic, checksummed payload",
@@ -35,15 +48,29 @@ static const cli_command commands[] = {
 	    "Reads FILE back and checks every entry against MANIFEST.json, and FILE against\n"
 	    "FILE.sha256 (or F). Exit 2 names the first bad entry: a changed byte, a missing or extra\n"
 	    "entry, an absolute path, .., a link, a device file, or an entry over 64 MiB.\n", NULL},
-	{"probe", NULL, "run the capability probe stock and shimmed, install nothing",
-	    "probe VM...\n" CONN_FLAGS, "#4"},
-	{"deploy", NULL, "push, verify, install, validate, activate, record",
-	    "deploy VM... | --all [--profile ID] [--workload ID] [--image REF] [--force] [--dry-run]\n"
-	    CONN_FLAGS, "#4"},
-	{"status", NULL, "what is installed, service state, drift, ledger verdict",
-	    "status VM... | --all\n" CONN_FLAGS, "#4"},
-	{"rollback", NULL, "return one VM or the fleet to the previous release or to stock",
-	    "rollback VM... | --all [--to previous|none]\n" CONN_FLAGS, "#4"},
+	{"probe", cmd_probe, "run the capability probe stock and shimmed, install nothing",
+	    "probe VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS]\n\n"
+	    "Uploads the payload to the guest's staging directory, runs its probe stock and through\n"
+	    "run-with-shim with --expect in a scratch directory, prints both, and removes them all.\n"
+	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
+	{"deploy", cmd_deploy, "push, verify, install, validate, activate, record",
+	    "deploy VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS] [--image REF] [--force] [--dry-run]\n\n"
+	    "Reads the guest's facts (sw_vers, hw.model, chip, image.json), consults the ledger for that\n"
+	    "image version (a recorded failure is refused with exit 3 unless --force), reports\n"
+	    "\"unchanged\" without sending a byte when the payload is already current, else uploads it,\n"
+	    "verifies and unpacks it, probes stock and shimmed, and only on a pass switches current and\n"
+	    "bootstraps the LaunchAgent. The verdict is recorded per image version.\n"
+	    PAYLOAD_FLAGS
+	    "  --image REF         the image reference for the ledger (default: the guest's image.json)\n"
+	    "  --force             validate an image version recorded as failing\n"
+	    "  --dry-run           print the plan and change nothing\n" CONN_FLAGS, NULL},
+	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
+	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n" CONN_FLAGS, NULL},
+	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
+	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n\n"
+	    "previous: the previous release becomes current and its LaunchAgent is bootstrapped.\n"
+	    "none: the service is booted out and everything lume-metal installed is removed.\n"
+	    "The rollback is recorded in the ledger.\n" CONN_FLAGS, NULL},
 	{"ledger", NULL, "show or export the results per image version",
 	    "ledger [show|export] [--image REF] [--json|--csv]\n", "#4"},
 	{"host", NULL, "the host's paravirtual-graphics preference",
@@ -93,6 +120,9 @@ int
 main(int argc, char **argv)
 {
 	const cli_command *c;
+
+	if (libssh2_init(0) != 0)
+		return cli_error(EXIT_SOMEFAIL, "libssh2_init failed");
 
 	if (argc < 2)
 		return usage(stderr);

@@ -331,3 +331,26 @@ lm_buf_free(lm_buf *b)
 	b->data = NULL;
 	b->len = b->cap = 0;
 }
+
+int
+lm_mkdirs(const char *path, char *err)
+{
+	char p[4096];
+
+	if (lm_fmt(p, sizeof p, "%s", path) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", path);
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, 0700) != 0 && errno != EEXIST)
+				return lm_err(err, LM_EFAIL, "%s: %s", p, strerror(errno));
+			*s = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return LM_OK;
+}
+

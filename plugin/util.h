@@ -38,6 +38,9 @@ int lm_tmp_beside(char **tmp, const char *path, char *err);
  * directory. Closes fd and unlinks tmp on failure. */
 int lm_commit_tmp(int fd, const char *tmp, const char *path, char *err);
 
+/* mkdir -p with mode 0700 for what it creates. */
+int lm_mkdirs(const char *path, char *err);
+
 /* SHA-256 of a buffer or of a file, as 64 lowercase hex digits plus NUL. */
 void lm_sha256_hex(char out[65], const void *data, size_t len);
 int lm_sha256_file(char out[65], const char *path, char *err);

@@ -1,0 +1,53 @@
+/* lume-metal deploy: push, verify, install, validate, activate, record. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+int
+cmd_deploy(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_CONN_OPTIONS,
+		{"target", required_argument, NULL, 't'}, {"profile", required_argument, NULL, 'p'},
+		{"workload", required_argument, NULL, 'w'}, {"payload", required_argument, NULL, 'f'},
+		{"image", required_argument, NULL, 'm'}, {"force", no_argument, NULL, 'F'},
+		{"dry-run", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0},
+	};
+	const char *target = "macos", *profile = NULL, *workload = "llama-server", *file = NULL;
+	deploy_opts o = {0};
+	payload_info *info = NULL;
+	char *path = NULL;
+	cli_conn conn;
+	int c, rc;
+
+	cli_conn_init(&conn);
+	while ((c = cli_getopt(argc, argv, "deploy", CLI_CONN_SHORT, opts)) != -1) {
+		if ((rc = cli_conn_flag(&conn, c, optarg, "deploy")) != 0) {
+			if (rc < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		switch (c) {
+		case 't': target = optarg; break;
+		case 'p': profile = optarg; break;
+		case 'w': workload = optarg; break;
+		case 'f': file = optarg; break;
+		case 'm': o.image = optarg; break;
+		case 'F': o.force = 1; break;
+		case 'n': o.dry_run = 1; break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if ((rc = cli_conn_check(&conn, argc - optind, "deploy")) != EXIT_OK ||
+	    (rc = cli_payload(&info, &path, file, target, profile, workload, conn.state)) != EXIT_OK)
+		goto done;
+	o.payload = path;
+	o.info = info;
+	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_one, &o, "deploy");
+done:
+	payload_info_free(info);
+	free(path);
+	cli_conn_free(&conn);
+	return rc;
+}

@@ -1,0 +1,424 @@
+/* deploy: see deploy.h. */
+#include "deploy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "util.h"
+
+/* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
+static const char install_script[] =
+    "tar -xzOf \"$1\" bin/install.sh | sh -s -- --payload \"$1\" --sha256 \"$2\"; rc=$?; rm -f \"$1\"; exit $rc";
+static const char probe_script[] =
+    "d=$(mktemp -d \"${TMPDIR:-/tmp}/lume-metal-probe.XXXXXX\") || exit 1\n"
+    "trap 'rm -rf \"$d\" \"$1\"' EXIT\n"
+    "tar -xzf \"$1\" -C \"$d\" bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
+    "\"$d/bin/lume-metal-probe\" >\"$d/stock.json\" || exit 1\n"
+    "\"$d/bin/run-with-shim\" \"$d/bin/lume-metal-probe\" --expect \"$d/profile.json\" --stock \"$d/stock.json\" "
+    ">\"$d/shim.json\"; rc=$?\n"
+    "printf '{\"stock\":%s,\"shimmed\":%s,\"pass\":%s}\\n' \"$(cat \"$d/stock.json\")\" "
+    "\"$(cat \"$d/shim.json\")\" \"$([ $rc -eq 0 ] && echo true || echo false)\"\n";
+static const char status_script[] =
+    "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
+    "printf '{\"root\":null,\"current\":null,\"previous\":null,\"releases\":[],\"installed\":false}\\n'";
+static const char rollback_script[] =
+    "for r in current previous; do f=\"$1/$r/bin/rollback.sh\"; [ -f \"$f\" ] && exec sh \"$f\" \"$2\"; done\n"
+    "printf '{\"result\":\"nothing-to-do\",\"to\":\"%s\",\"reason\":\"nothing is installed\"}\\n' \"$2\"";
+
+static const char *
+why_state(int why)
+{
+	switch (why) {
+	case SSH_TIMEOUT: return "timeout";
+	case SSH_AUTH: return "auth-failed";
+	case SSH_HOSTKEY_MISMATCH: return "hostkey-mismatch";
+	case SSH_HOSTKEY_UNKNOWN: return "refused";
+	default: return "unreachable";
+	}
+}
+
+static cJSON *
+result_new(const guest_target *t, const char *state)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(r, "vm", t->name);
+	cJSON_AddStringToObject(r, "state", state);
+	return r;
+}
+
+static void
+set_state(cJSON *r, const char *state, const char *message)
+{
+	cJSON_ReplaceItemInObject(r, "state", cJSON_CreateString(state));
+	if (message != NULL) {
+		cJSON_DeleteItemFromObject(r, "message");
+		cJSON_AddStringToObject(r, "message", message);
+	}
+}
+
+/* Connects within the VM's own deadline; on failure r gets the named state. */
+static ssh_conn *
+connect_vm(cJSON *r, guest_target *t, const deploy_opts *o)
+{
+	ssh_opts so = o->ssh;
+	ssh_conn *c = NULL;
+	char err[LM_ERRLEN];
+	int why = 0;
+
+	so.deadline_ms = lm_now_ms() + (int64_t)o->timeout_s * 1000;
+	if (guest_connect(&c, &why, t, &so, o->lume, o->wait_s, err) != LM_OK) {
+		set_state(r, why ? why_state(why) : "unreachable", err);
+		return NULL;
+	}
+	if (t->host)
+		cJSON_AddStringToObject(r, "address", t->host);
+	return c;
+}
+
+/* The ledger key for this guest, as the design names it. */
+static cJSON *
+key_for(const guest_facts *f, const deploy_opts *o)
+{
+	const cJSON *img = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "image") : NULL;
+	const cJSON *dig = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "digest") : NULL;
+	char chip[128], build[64];
+
+	guest_host_facts(chip, build);
+	return ledger_key(o->image ? o->image : cJSON_IsString(img) ? img->valuestring : "unknown",
+	    cJSON_IsString(dig) ? dig->valuestring : NULL, f->os, f->build, f->model, chip, build);
+}
+
+static void
+add_facts(cJSON *r, const guest_facts *f, cJSON *key)
+{
+	cJSON *g = cJSON_AddObjectToObject(r, "guest");
+
+	cJSON_AddStringToObject(g, "os", f->os ? f->os : "");
+	cJSON_AddStringToObject(g, "build", f->build ? f->build : "");
+	cJSON_AddStringToObject(g, "model", f->model ? f->model : "");
+	cJSON_AddStringToObject(g, "chip", f->chip ? f->chip : "");
+	if (f->current)
+		cJSON_AddStringToObject(g, "current", f->current);
+	if (f->previous)
+		cJSON_AddStringToObject(g, "previous", f->previous);
+	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(key, 1));
+}
+
+/* Uploads the payload into the guest's staging directory as <sha>.tar.gz. */
+static int
+upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *path, size_t plen)
+{
+	static const char *const mk[] = {"mkdir", "-p", "--", GUEST_ROOT "/staging", NULL};
+	char dir[4096], name[80], err[LM_ERRLEN];
+	uint64_t sent = 0;
+	lm_buf cmd = {0};
+	ssh_result res;
+	int rc;
+
+	snprintf(name, sizeof name, "%s.tar.gz", o->info->sha256);
+	if (lm_fmt(dir, sizeof dir, "%s/Library/Application Support/lume-metal/staging", f->home) < 0 ||
+	    lm_fmt(path, plen, "%s/%s", dir, name) < 0) {
+		set_state(r, "failed", "the guest's HOME is too long");
+		return LM_EFAIL;
+	}
+	rc = ssh_quote_argv(&cmd, mk) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &res, err) : LM_EFAIL;
+	lm_buf_free(&cmd);
+	if (rc == LM_OK && res.exit_code != 0)
+		rc = lm_err(err, LM_EFAIL, "cannot create the staging directory: %.200s", res.err.data ? res.err.data : "");
+	ssh_result_free(&res);
+	if (rc == LM_OK)
+		rc = ssh_upload(c, o->payload, dir, name, &sent, err);
+	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
+	if (rc != LM_OK)
+		set_state(r, strstr(err, "timed out") ? "timeout" : "failed", err);
+	return rc;
+}
+
+static cJSON *
+record_new(const char *kind, const guest_target *t, const deploy_opts *o)
+{
+	cJSON *rec = cJSON_CreateObject();
+	char host[256] = "";
+
+	gethostname(host, sizeof host - 1);
+	cJSON_AddStringToObject(rec, "kind", kind);
+	cJSON_AddStringToObject(rec, "vm", t->name);
+	if (t->host)
+		cJSON_AddStringToObject(rec, "address", t->host);
+	cJSON_AddStringToObject(rec, "controller", host);
+	if (o->info) {
+		cJSON_AddStringToObject(rec, "payloadSha256", o->info->sha256);
+		cJSON_AddStringToObject(rec, "profile", o->info->profile);
+		cJSON_AddStringToObject(rec, "workload", o->info->workload);
+		cJSON_AddStringToObject(rec, "target", o->info->target);
+	}
+	return rec;
+}
+
+/* Writes rec under key; a ledger failure turns a good result into "failed". */
+static void
+record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
+{
+	char err[LM_ERRLEN];
+
+	if (ledger_append(o->state, key, rec, err) != LM_OK) {
+		cJSON_AddStringToObject(r, "ledgerError", err);
+		set_state(r, "failed", err);
+	}
+}
+
+int
+deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+{
+	cJSON *r = result_new(t, "failed"), *key = NULL, *doc = NULL, *res = NULL, *rec;
+	guest_facts f = {0};
+	const cJSON *last, *v;
+	char path[4096], msg[LM_ERRLEN];
+	ssh_conn *c;
+	int code = 0;
+
+	(void)err;
+	*out = r;
+	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
+	if ((c = connect_vm(r, t, o)) == NULL)
+		return LM_OK;
+	if (guest_facts_read(&f, c, msg) != LM_OK) {
+		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+		goto done;
+	}
+	key = key_for(&f, o);
+	add_facts(r, &f, key);
+	if (ledger_load(&doc, o->state, key, msg) != LM_OK) {
+		set_state(r, "failed", msg);
+		goto done;
+	}
+	last = doc ? ledger_last(doc, "deploy") : NULL;
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {
+		set_state(r, "refused", "this image version is recorded as failing validation; --force validates it again");
+		goto done;
+	}
+	if (f.current && strcmp(f.current, o->info->sha256) == 0) {
+		set_state(r, "unchanged", "this payload is already current");
+		cJSON_AddNumberToObject(r, "bytesSent", 0);
+		goto done;
+	}
+	if (o->dry_run) {
+		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
+
+		cJSON_AddItemToArray(plan, cJSON_CreateString("upload the payload to staging/"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("verify every file, unpack into releases/<sha>/"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("probe stock and shimmed against the profile"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("on a pass: switch current, bootstrap the LaunchAgent"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("record the verdict in the ledger"));
+		set_state(r, "skipped", doc ? "dry run: nothing changed (image version recorded)"
+		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
+		goto done;
+	}
+	if (upload(r, c, &f, o, path, sizeof path) != LM_OK)
+		goto done;
+	{
+		const char *a[] = {"sh", "-c", install_script, "sh", path, o->info->sha256, NULL};
+
+		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
+			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+			goto done;
+		}
+	}
+	cJSON_AddItemToObject(r, "install", res);
+	{
+		const cJSON *result = cJSON_GetObjectItemCaseSensitive(res, "result");
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(res, "reason");
+		const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
+		int installed = cJSON_IsString(result) && code == 0 &&
+		    (strcmp(result->valuestring, "installed") == 0 || strcmp(result->valuestring, "unchanged") == 0);
+
+		if (installed)
+			set_state(r, strcmp(result->valuestring, "unchanged") == 0 ? "unchanged" : "deployed", NULL);
+		else
+			set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed",
+			    cJSON_IsString(reason) ? reason->valuestring : "install.sh failed");
+		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
+		if (cJSON_IsObject(stock)) {
+			rec = record_new("deploy", t, o);
+			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
+			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+			if (!installed && cJSON_IsString(reason))
+				cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(rec, "reasons"),
+				    cJSON_CreateString(reason->valuestring));
+			cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(stock, 1));
+			cJSON_AddItemToObject(rec, "shimmed",
+			    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(res, "shimmed"), 1));
+			if (o->force)
+				cJSON_AddTrueToObject(rec, "forced");
+			record(r, o, key, rec);
+			cJSON_Delete(rec);
+		}
+	}
+done:
+	cJSON_Delete(doc);
+	cJSON_Delete(key);
+	guest_facts_clear(&f);
+	ssh_close(c);
+	return LM_OK;
+}
+
+int
+deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+{
+	cJSON *r = result_new(t, "failed"), *res = NULL;
+	guest_facts f = {0};
+	char path[4096], msg[LM_ERRLEN];
+	ssh_conn *c;
+	int code = 0;
+
+	(void)err;
+	*out = r;
+	if ((c = connect_vm(r, t, o)) == NULL)
+		return LM_OK;
+	if (guest_facts_read(&f, c, msg) != LM_OK) {
+		set_state(r, "failed", msg);
+		goto done;
+	}
+	if (upload(r, c, &f, o, path, sizeof path) != LM_OK)
+		goto done;
+	{
+		const char *a[] = {"sh", "-c", probe_script, "sh", path, NULL};
+
+		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
+			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+			goto done;
+		}
+	}
+	cJSON_AddItemToObject(r, "stock", cJSON_DetachItemFromObject(res, "stock"));
+	cJSON_AddItemToObject(r, "shimmed", cJSON_DetachItemFromObject(res, "shimmed"));
+	set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "pass")) ? "probed" : "validation-failed", NULL);
+	cJSON_Delete(res);
+done:
+	guest_facts_clear(&f);
+	ssh_close(c);
+	return LM_OK;
+}
+
+/* Runs one of the fixed root scripts; r gets its JSON under field. */
+static int
+run_root_script(cJSON *r, ssh_conn *c, const char *script, const char *arg, const char *field, int *code)
+{
+	const char *a[] = {"sh", "-c", script, "sh", GUEST_ROOT, arg, NULL};
+	char msg[LM_ERRLEN];
+	cJSON *res;
+
+	if (guest_run_json(&res, code, c, a, NULL, msg) != LM_OK) {
+		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+		return LM_EFAIL;
+	}
+	cJSON_AddItemToObject(r, field, res);
+	return LM_OK;
+}
+
+int
+deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+{
+	cJSON *r = result_new(t, "failed"), *key = NULL, *doc = NULL;
+	guest_facts f = {0};
+	char msg[LM_ERRLEN];
+	ssh_conn *c;
+	int code = 0;
+
+	(void)err;
+	*out = r;
+	if ((c = connect_vm(r, t, o)) == NULL)
+		return LM_OK;
+	if (guest_facts_read(&f, c, msg) != LM_OK) {
+		set_state(r, "failed", msg);
+		goto done;
+	}
+	key = key_for(&f, o);
+	add_facts(r, &f, key);
+	if (run_root_script(r, c, status_script, NULL, "status", &code) != LM_OK)
+		goto done;
+	if (ledger_load(&doc, o->state, key, msg) != LM_OK)
+		cJSON_AddStringToObject(r, "ledgerError", msg);
+	else {
+		const cJSON *last = doc ? ledger_last(doc, "deploy") : NULL;
+		const cJSON *v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+
+		cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
+	}
+	set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
+	    "driftDetected")) ? "drift" : "ok", NULL);
+done:
+	cJSON_Delete(doc);
+	cJSON_Delete(key);
+	guest_facts_clear(&f);
+	ssh_close(c);
+	return LM_OK;
+}
+
+int
+deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+{
+	cJSON *r = result_new(t, "failed"), *key = NULL, *rec, *res;
+	guest_facts f = {0};
+	char msg[LM_ERRLEN];
+	const cJSON *result;
+	ssh_conn *c;
+	int code = 0;
+
+	(void)err;
+	*out = r;
+	if ((c = connect_vm(r, t, o)) == NULL)
+		return LM_OK;
+	if (guest_facts_read(&f, c, msg) != LM_OK) {
+		set_state(r, "failed", msg);
+		goto done;
+	}
+	key = key_for(&f, o);
+	add_facts(r, &f, key);
+	if (run_root_script(r, c, rollback_script, o->to, "rollback", &code) != LM_OK)
+		goto done;
+	res = cJSON_GetObjectItemCaseSensitive(r, "rollback");
+	result = cJSON_GetObjectItemCaseSensitive(res, "result");
+	if (code == 0 && cJSON_IsString(result) && strcmp(result->valuestring, "rolled-back") == 0)
+		set_state(r, "rolled-back", NULL);
+	else if (code == 0 && cJSON_IsString(result) && strcmp(result->valuestring, "nothing-to-do") == 0)
+		set_state(r, "unchanged", "nothing to roll back");
+	else {
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(res, "reason");
+
+		set_state(r, "failed", cJSON_IsString(reason) ? reason->valuestring : "rollback.sh failed");
+	}
+	rec = record_new("rollback", t, o);
+	cJSON_AddStringToObject(rec, "to", o->to);
+	cJSON_AddStringToObject(rec, "result", cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring);
+	if (f.current)
+		cJSON_AddStringToObject(rec, "from", f.current);
+	record(r, o, key, rec);
+	cJSON_Delete(rec);
+done:
+	cJSON_Delete(key);
+	guest_facts_clear(&f);
+	ssh_close(c);
+	return LM_OK;
+}
+
+int
+deploy_exit_code(cJSON *const *results, size_t n)
+{
+	int refused = 0, failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s = cJSON_GetObjectItemCaseSensitive(results[i], "state")->valuestring;
+
+		if (strcmp(s, "refused") == 0)
+			refused = 1;
+		else if (strcmp(s, "unchanged") != 0 && strcmp(s, "deployed") != 0 && strcmp(s, "rolled-back") != 0 &&
+		    strcmp(s, "skipped") != 0 && strcmp(s, "ok") != 0 && strcmp(s, "probed") != 0)
+			failed = 1;
+	}
+	return failed ? 1 : refused ? 3 : 0;
+}

@@ -1,0 +1,38 @@
+/* deploy: the per-VM operations behind probe, deploy, status and rollback. Each one connects,
+ * does its work through the guest scripts, records what it learned in the ledger, and hands
+ * back one JSON result whose "state" is one of the named end states. Never prints. */
+#ifndef LM_DEPLOY_H
+#define LM_DEPLOY_H
+
+#include <cjson/cJSON.h>
+
+#include "guest.h"
+#include "payload.h"
+
+typedef struct {
+	const char *state, *lume;   /* ledger directory; lume binary */
+	ssh_opts ssh;               /* credentials and known hosts; the deadline is set per VM */
+	int timeout_s, wait_s;
+	const char *payload;        /* a verified payload (deploy, probe, rollback's probe) */
+	const payload_info *info;
+	const char *image;          /* --image REF, overriding the guest's image.json */
+	int force, dry_run;
+	const char *to;             /* rollback: "previous" or "none" */
+} deploy_opts;
+
+/* The end states; every VM ends in exactly one. */
+#define DEPLOY_STATES "unchanged deployed validation-failed refused unreachable auth-failed " \
+	"hostkey-mismatch timeout rolled-back skipped failed"
+
+/* Each returns LM_OK with *out (caller frees) holding at least "vm" and "state", also when the
+ * VM failed; err is set only for failures outside any VM (out of memory). */
+int deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+int deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+int deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+int deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+
+/* The exit code for a set of results: 0 all good, 3 when any was refused by a gate (and
+ * none failed otherwise), 1 when any failed. */
+int deploy_exit_code(cJSON *const *results, size_t n);
+
+#endif

@@ -1,0 +1,275 @@
+/* guest: see guest.h. */
+#include "guest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#ifdef __APPLE__
+#include <sys/sysctl.h>
+#endif
+
+#include "lume.h"
+#include "util.h"
+
+/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. */
+static const char facts_script[] =
+    "R=\"$HOME/Library/Application Support/lume-metal\"\n"
+    "printf 'home=%s\\n' \"$HOME\"\n"
+    "printf 'os=%s\\n' \"$(sw_vers -productVersion 2>/dev/null)\"\n"
+    "printf 'build=%s\\n' \"$(sw_vers -buildVersion 2>/dev/null)\"\n"
+    "printf 'model=%s\\n' \"$(sysctl -n hw.model 2>/dev/null)\"\n"
+    "printf 'chip=%s\\n' \"$(sysctl -n machdep.cpu.brand_string 2>/dev/null)\"\n"
+    "printf 'uid=%s\\n' \"$(id -u)\"\n"
+    "printf 'current=%s\\n' \"$(readlink \"$R/current\" 2>/dev/null)\"\n"
+    "printf 'previous=%s\\n' \"$(readlink \"$R/previous\" 2>/dev/null)\"\n"
+    "if [ -f \"$R/image.json\" ]; then printf 'image='; tr -d '\\n' <\"$R/image.json\"; printf '\\n'; fi\n";
+
+static int
+target_new(guest_target **out, const char *name, char *err)
+{
+	if ((*out = calloc(1, sizeof **out)) == NULL || ((*out)->name = strdup(name)) == NULL) {
+		free(*out);
+		*out = NULL;
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	return LM_OK;
+}
+
+int
+guest_target_host(guest_target **out, const char *spec, const char *default_user, char *err)
+{
+	const char *at = strchr(spec, '@'), *h = at ? at + 1 : spec, *colon;
+	guest_target *t;
+	char *end;
+	int rc;
+
+	if ((rc = target_new(&t, spec, err)) != LM_OK)
+		return rc;
+	t->user = at ? strndup(spec, (size_t)(at - spec)) : strdup(default_user);
+	t->port = 22;
+	if (*h == '[') {
+		const char *close = strchr(h, ']');
+
+		if (close == NULL)
+			goto bad;
+		t->host = strndup(h + 1, (size_t)(close - h - 1));
+		colon = close[1] == ':' ? close + 1 : NULL;
+		if (close[1] != '\0' && colon == NULL)
+			goto bad;
+	} else {
+		colon = strchr(h, ':');
+		if (colon && strchr(colon + 1, ':'))
+			colon = NULL; /* a bare IPv6 address */
+		t->host = colon ? strndup(h, (size_t)(colon - h)) : strdup(h);
+	}
+	if (colon) {
+		long p = strtol(colon + 1, &end, 10);
+
+		if (*end != '\0' || p < 1 || p > 65535)
+			goto bad;
+		t->port = (int)p;
+	}
+	if (t->user == NULL || t->host == NULL || *t->user == '\0' || *t->host == '\0')
+		goto bad;
+	*out = t;
+	return LM_OK;
+bad:
+	guest_target_free(t);
+	*out = NULL;
+	return lm_err(err, LM_EINPUT, "--host %s: not user@address[:port]", spec);
+}
+
+int
+guest_target_lume(guest_target **out, const char *vm, const char *user, char *err)
+{
+	int rc = target_new(out, vm, err);
+
+	if (rc != LM_OK)
+		return rc;
+	(*out)->lume = strdup(vm);
+	(*out)->user = strdup(user);
+	(*out)->port = 22;
+	if ((*out)->lume == NULL || (*out)->user == NULL) {
+		guest_target_free(*out);
+		*out = NULL;
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	return LM_OK;
+}
+
+void
+guest_target_free(guest_target *t)
+{
+	if (t == NULL)
+		return;
+	free(t->name);
+	free(t->lume);
+	free(t->user);
+	free(t->host);
+	free(t);
+}
+
+int
+guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, const char *lume, int wait_s,
+    char *err)
+{
+	ssh_opts o = *base;
+
+	*out = NULL;
+	*why = 0;
+	if (t->lume != NULL && t->host == NULL) {
+		lume_vm *vm;
+		int rc = lume_resolve(&vm, lume, t->lume, wait_s, err);
+
+		if (rc != LM_OK)
+			return rc;
+		t->host = strdup(vm->ip);
+		lume_vm_free(vm);
+		if (t->host == NULL)
+			return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	o.host = t->host;
+	o.port = t->port;
+	o.user = t->user;
+	return ssh_connect(out, why, &o, err);
+}
+
+static char *
+take(const char *text, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, k) == 0 && p[k] == '=') {
+			size_t n = strcspn(p + k + 1, "\n");
+
+			return n ? strndup(p + k + 1, n) : NULL;
+		}
+	return NULL;
+}
+
+/* "releases/<sha>" to "<sha>", or NULL. */
+static char *
+release_sha(char *link)
+{
+	char *s = link ? strrchr(link, '/') : NULL, *out;
+
+	out = s && lm_is_sha256(s + 1) ? strdup(s + 1) : NULL;
+	free(link);
+	return out;
+}
+
+int
+guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
+{
+	static const char *const argv[] = {"sh", "-s", NULL};
+	ssh_result r;
+	lm_buf cmd = {0};
+	char *img;
+	int rc;
+
+	memset(f, 0, sizeof *f);
+	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	rc = ssh_exec(c, cmd.data, facts_script, strlen(facts_script), &r, err);
+	lm_buf_free(&cmd);
+	if (rc == LM_OK && r.exit_code != 0)
+		rc = lm_err(err, LM_EFAIL, "reading the guest's facts exited %d: %.200s", r.exit_code,
+		    r.err.data ? r.err.data : "");
+	if (rc == LM_OK) {
+		f->home = take(r.out.data, "home");
+		f->os = take(r.out.data, "os");
+		f->build = take(r.out.data, "build");
+		f->model = take(r.out.data, "model");
+		f->chip = take(r.out.data, "chip");
+		f->uid = take(r.out.data, "uid");
+		f->current = release_sha(take(r.out.data, "current"));
+		f->previous = release_sha(take(r.out.data, "previous"));
+		if ((img = take(r.out.data, "image")) != NULL) {
+			f->image = cJSON_Parse(img);
+			free(img);
+		}
+		if (f->home == NULL || f->home[0] != '/' || f->os == NULL)
+			rc = lm_err(err, LM_EFAIL, "the guest did not say its HOME and macOS version (is it macOS?)");
+	}
+	ssh_result_free(&r);
+	if (rc != LM_OK)
+		guest_facts_clear(f);
+	return rc;
+}
+
+void
+guest_facts_clear(guest_facts *f)
+{
+	free(f->home);
+	free(f->os);
+	free(f->build);
+	free(f->model);
+	free(f->chip);
+	free(f->uid);
+	free(f->current);
+	free(f->previous);
+	cJSON_Delete(f->image);
+	memset(f, 0, sizeof *f);
+}
+
+int
+guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in, char *err)
+{
+	lm_buf cmd = {0};
+	ssh_result r;
+	char *last = NULL;
+	int rc;
+
+	*out = NULL;
+	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	rc = ssh_exec(c, cmd.data, in, in ? strlen(in) : 0, &r, err);
+	lm_buf_free(&cmd);
+	if (rc != LM_OK)
+		goto done;
+	*code = r.exit_code;
+	for (char *p = r.out.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (*p == '{')
+			last = p;
+	if (last == NULL || (*out = cJSON_ParseWithOpts(last, NULL, 0)) == NULL || !cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		rc = lm_err(err, LM_EFAIL, "%s printed no JSON result (exit %d): %.300s", argv[1] ? argv[1] : argv[0],
+		    r.exit_code, r.err.data ? r.err.data : "");
+	}
+done:
+	ssh_result_free(&r);
+	return rc;
+}
+
+void
+guest_host_facts(char chip[128], char build[64])
+{
+	snprintf(chip, 128, "unknown");
+	snprintf(build, 64, "unknown");
+#ifdef __APPLE__
+	size_t n = 128;
+
+	if (sysctlbyname("machdep.cpu.brand_string", chip, &n, NULL, 0) != 0)
+		snprintf(chip, 128, "unknown");
+	n = 64;
+	if (sysctlbyname("kern.osversion", build, &n, NULL, 0) != 0)
+		snprintf(build, 64, "unknown");
+#else
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	struct utsname u;
+	char line[256];
+
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+			snprintf(chip, 128, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n"), strchr(line, ':') + 2);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (uname(&u) == 0)
+		snprintf(build, 64, "Linux %.50s", u.release);
+#endif
+}

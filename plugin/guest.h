@@ -1,0 +1,49 @@
+/* guest: one VM as lume-metal sees it: how to reach it, what it is, and running the guest
+ * scripts there. Every remote command goes through ssh_quote_argv. */
+#ifndef LM_GUEST_H
+#define LM_GUEST_H
+
+#include <cjson/cJSON.h>
+
+#include "ssh.h"
+
+#define GUEST_ROOT "~/Library/Application Support/lume-metal"
+
+/* How to reach one VM. Strings are owned by the target (guest_target_free). */
+typedef struct {
+	char *name;   /* the VM's name as given: a Lume name, or user@addr[:port] */
+	char *lume;   /* Lume VM name, or NULL for --host */
+	char *user, *host;
+	int port;
+} guest_target;
+
+/* Parses "user@addr[:port]" or "[v6]:port" (default user used when no "user@"). */
+int guest_target_host(guest_target **out, const char *spec, const char *default_user, char *err);
+/* A Lume VM name; its address comes from lume_resolve in guest_connect. */
+int guest_target_lume(guest_target **out, const char *vm, const char *user, char *err);
+void guest_target_free(guest_target *t);
+
+/* What the guest says about itself. Strings owned (guest_facts_clear). */
+typedef struct {
+	char *home, *os, *build, *model, *chip, *uid;
+	char *current, *previous; /* payload SHA-256s, or NULL */
+	cJSON *image;             /* image.json stamped by a golden-image build, or NULL */
+} guest_facts;
+
+/* Resolves t (through lume when it is a Lume name, with wait_s) and connects with base's
+ * credentials and deadline. *why gets an SSH_* reason on failure (0 for lume errors). */
+int guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, const char *lume,
+    int wait_s, char *err);
+
+int guest_facts_read(guest_facts *f, ssh_conn *c, char *err);
+void guest_facts_clear(guest_facts *f);
+
+/* Runs argv in the guest. On LM_OK *out (caller frees) is the JSON object on the last
+ * non-empty line of stdout, whatever the exit code, which goes to *code. */
+int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,
+    char *err);
+
+/* The host's chip and macOS build, for the ledger key (Linux: CPU model and kernel). */
+void guest_host_facts(char chip[128], char build[64]);
+
+#endif
