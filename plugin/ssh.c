@@ -20,6 +20,7 @@
 struct ssh_conn {
 	int fd;
 	LIBSSH2_SESSION *s;
+	ssh_opts opt; /* a copy; its strings must outlive the connection */
 	const ssh_opts *o;
 	char where[300]; /* user@host:port, for messages */
 };
@@ -288,7 +289,8 @@ ssh_connect(ssh_conn **out, int *why_out, const ssh_opts *o, char *err)
 	if (c == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	c->fd = -1;
-	c->o = o;
+	c->opt = *o;
+	c->o = &c->opt;
 	snprintf(c->where, sizeof c->where, "%s@%s%s%s:%d", o->user, strchr(o->host, ':') ? "[" : "", o->host,
 	    strchr(o->host, ':') ? "]" : "", o->port ? o->port : 22);
 	if ((rc = tcp_connect(c, &why, err)) != LM_OK)

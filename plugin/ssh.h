@@ -30,7 +30,7 @@ enum {
 /* Connects, verifies the host key, authenticates (agent, identity, password, in that order).
  * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
- * fingerprints and nothing is sent. */
+ * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out. */
 int ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err);
 void ssh_close(ssh_conn *c);
 
