@@ -1,20 +1,12 @@
 /* lume: see lume.h. */
 #include "lume.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "util.h"
-
-extern char **environ;
 
 cJSON *
 lume_parse_output(const char *text)
@@ -34,50 +26,15 @@ lume_parse_output(const char *text)
 	return NULL;
 }
 
-/* Runs lume with argv (no shell), capturing stdout and stderr; *status is its exit status. */
+/* lm_run for lume, with a hint when lume itself cannot be run. */
 static int
-run_lume(lm_buf *out, lm_buf *errout, int *status, const char *lume, const char *const *argv, char *err)
+run_lume(lm_buf *o, lm_buf *e, int *st, const char *const *argv, char *err)
 {
-	int po[2], pe[2], st, rc = LM_OK;
-	posix_spawn_file_actions_t fa;
-	char buf[4096];
-	pid_t pid;
+	char msg[LM_ERRLEN];
+	int rc = lm_run(o, e, st, argv, msg);
 
-	if (pipe(po) != 0 || pipe(pe) != 0)
-		return lm_err(err, LM_EFAIL, "pipe: %s", strerror(errno));
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	posix_spawn_file_actions_addclose(&fa, po[0]);
-	posix_spawn_file_actions_addclose(&fa, pe[0]);
-	rc = posix_spawnp(&pid, lume, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(po[1]);
-	close(pe[1]);
-	if (rc != 0) {
-		close(po[0]);
-		close(pe[0]);
-		return lm_err(err, LM_EINPUT, "cannot run %s: %s (install Lume, or pass --lume PATH or --host)",
-		    lume, strerror(rc));
-	}
-	/* Lume prints little on stderr: read stdout to its end, then stderr. */
-	for (int fd = po[0]; fd >= 0; fd = fd == po[0] ? pe[0] : -1) {
-		ssize_t n;
-		lm_buf *b = fd == po[0] ? out : errout;
-
-		while ((n = read(fd, buf, sizeof buf)) != 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 || b->len > (4u << 20) || lm_buf_add(b, buf, (size_t)n) != 0)
-				break;
-		}
-	}
-	close(po[0]);
-	close(pe[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return lm_err(err, LM_EFAIL, "waitpid: %s", strerror(errno));
-	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (rc != LM_OK)
+		return lm_err(err, rc, "%s (install Lume, or pass --lume PATH or --host)", msg);
 	return LM_OK;
 }
 
@@ -133,7 +90,7 @@ get_once(lume_vm **out, int *ready, const char *lume, const char *name, char *er
 
 	*out = NULL;
 	*ready = 0;
-	if ((rc = run_lume(&o, &e, &st, lume, argv, err)) != LM_OK)
+	if ((rc = run_lume(&o, &e, &st, argv, err)) != LM_OK)
 		goto done;
 	if (st != 0) {
 		const char *msg = e.data && *e.data ? e.data : o.data ? o.data : "";
@@ -196,7 +153,7 @@ lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = run_lume(&o, &e, &st, lume, argv, err)) != LM_OK)
+	if ((rc = run_lume(&o, &e, &st, argv, err)) != LM_OK)
 		goto done;
 	if (st != 0 || (doc = o.data ? lume_parse_output(o.data) : NULL) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "lume ls exited %d without a VM list", st);

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -351,6 +353,54 @@ lm_mkdirs(const char *path, char *err)
 				break;
 		}
 	}
+	return LM_OK;
+}
+
+
+extern char **environ;
+
+int
+lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, char *err)
+{
+	int po[2], pe[2], st, rc = LM_OK;
+	posix_spawn_file_actions_t fa;
+	char buf[4096];
+	pid_t pid;
+
+	if (pipe(po) != 0 || pipe(pe) != 0)
+		return lm_err(err, LM_EFAIL, "pipe: %s", strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	posix_spawn_file_actions_addclose(&fa, po[0]);
+	posix_spawn_file_actions_addclose(&fa, pe[0]);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(po[1]);
+	close(pe[1]);
+	if (rc != 0) {
+		close(po[0]);
+		close(pe[0]);
+		return lm_err(err, LM_EINPUT, "cannot run %s: %s", argv[0], strerror(rc));
+	}
+	/* The commands run here print little on stderr: read stdout to its end, then stderr. */
+	for (int fd = po[0]; fd >= 0; fd = fd == po[0] ? pe[0] : -1) {
+		ssize_t n;
+		lm_buf *b = fd == po[0] ? out : errout;
+
+		while ((n = read(fd, buf, sizeof buf)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 || b->len > (4u << 20) || lm_buf_add(b, buf, (size_t)n) != 0)
+				break;
+		}
+	}
+	close(po[0]);
+	close(pe[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return lm_err(err, LM_EFAIL, "waitpid: %s", strerror(errno));
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return LM_OK;
 }
 

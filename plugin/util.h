@@ -67,4 +67,8 @@ int lm_buf_add(lm_buf *b, const void *data, size_t len);
 int lm_buf_addf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lm_buf_free(lm_buf *b);
 
+/* Runs argv (no shell; argv[0] looked up on $PATH) to its end, capturing stdout and stderr
+ * (4 MiB each at most); *status is its exit status, 128+N for signal N. */
+int lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, char *err);
+
 #endif
