@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "host.h"
 
 int
 cmd_deploy(int argc, char **argv)
@@ -19,7 +20,8 @@ cmd_deploy(int argc, char **argv)
 	payload_info *info = NULL;
 	char *path = NULL;
 	cli_conn conn;
-	int c, rc;
+	char err[LM_ERRLEN];
+	int c, rc, pref;
 
 	cli_conn_init(&conn);
 	while ((c = cli_getopt(argc, argv, "deploy", CLI_CONN_SHORT, opts)) != -1) {
@@ -44,6 +46,9 @@ cmd_deploy(int argc, char **argv)
 		goto done;
 	o.payload = path;
 	o.info = info;
+	if (host_pref_read(&pref, err) == LM_OK && pref != 1)
+		fprintf(stderr, "lume-metal: warning: this host's %s %s is %s; the shim's evidence ran with it "
+		    "set (lume-metal host enable)\n", HOST_DOMAIN, HOST_KEY, pref < 0 ? "not set" : "false");
 	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_one, &o, "deploy");
 done:
 	payload_info_free(info);

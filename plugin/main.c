@@ -71,10 +71,15 @@ static const cli_command commands[] = {
 	    "previous: the previous release becomes current and its LaunchAgent is bootstrapped.\n"
 	    "none: the service is booted out and everything lume-metal installed is removed.\n"
 	    "The rollback is recorded in the ledger.\n" CONN_FLAGS, NULL},
-	{"ledger", NULL, "show or export the results per image version",
-	    "ledger [show|export] [--image REF] [--json|--csv]\n", "#4"},
-	{"host", NULL, "the host's paravirtual-graphics preference",
-	    "host [status|enable|disable]\n", "#4"},
+	{"ledger", cmd_ledger, "show or export the results per image version",
+	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n\n"
+	    "show (default) prints every image version's records; export prints CSV with the evidence\n"
+	    "results.csv columns plus the key fields. --json prints every document.\n", NULL},
+	{"host", cmd_host, "the host's paravirtual-graphics preference",
+	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n\n"
+	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
+	    "ForceUnrestrictedDeviceFeatureLevel with defaults(1) for this user. enable records the value\n"
+	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n", NULL},
 	{"bench", NULL, "llama-bench stock vs shim (vs bare metal) in a guest",
 	    "bench VM --model PATH [--llama-bench PATH] [--host-baseline] [-p 512 -n 128 -r 10]\n", "#5"},
 	{"report", NULL, "the evidence table from llama-bench JSON or the ledger",

@@ -1,0 +1,124 @@
+/* lume-metal ledger: the results per image version, shown or exported. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ledger.h"
+
+typedef struct {
+	const char *image; /* --image filter, or NULL */
+	int mode;          /* 's' show, 'j' json, 'c' csv */
+	int docs;
+	cJSON *all;        /* --json: every document */
+} walk;
+
+static const char *
+s(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A CSV field: quoted when it holds a comma, quote or newline. */
+static void
+csv(const char *v, int last)
+{
+	if (strpbrk(v, ",\"\n") != NULL) {
+		putchar('"');
+		for (; *v; v++) {
+			if (*v == '"')
+				putchar('"');
+			putchar(*v);
+		}
+		putchar('"');
+	} else
+		fputs(v, stdout);
+	putchar(last ? '\n' : ',');
+}
+
+static int
+each(const cJSON *doc, const char *path, void *ctx)
+{
+	walk *w = ctx;
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
+
+	if (w->image && strcmp(s(key, "image"), w->image) != 0)
+		return 0;
+	w->docs++;
+	if (w->mode == 'j') {
+		cJSON *d = cJSON_Duplicate(doc, 1);
+
+		cJSON_AddStringToObject(d, "path", path);
+		cJSON_AddItemToArray(w->all, d);
+		return 0;
+	}
+	if (w->mode == 's')
+		printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
+		    s(key, "guestModel"), s(key, "hostChip"), s(key, "hostBuild"), path);
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
+
+		if (w->mode == 's') {
+			printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
+			    s(r, "payloadSha256"), s(r, "profile"));
+			continue;
+		}
+		csv(s(key, "image"), 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
+		csv(s(key, "guestBuild"), 0), csv(s(key, "guestModel"), 0), csv(s(key, "hostChip"), 0);
+		csv(s(key, "hostBuild"), 0), csv(s(r, "time"), 0), csv(s(r, "kind"), 0), csv(s(r, "vm"), 0);
+		csv(verdict, 0), csv(s(r, "payloadSha256"), 0), csv(s(r, "profile"), 0);
+		/* The evidence columns; deploy and rollback records leave them empty (bench fills them). */
+		csv(s(r, "workload"), 0);
+		for (int i = 0; i < 6; i++)
+			csv("", i == 5);
+	}
+	return 0;
+}
+
+int
+cmd_ledger(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state", required_argument, NULL, 's'}, {"image", required_argument, NULL, 'm'},
+		{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+	};
+	walk w = {.mode = 's'};
+	const char *verb = "show";
+	char err[LM_ERRLEN];
+	cli_conn conn;
+	int c, rc;
+
+	cli_conn_init(&conn);
+	while ((c = cli_getopt(argc, argv, "ledger", "", opts)) != -1) {
+		switch (c) {
+		case 's': conn.state = optarg; break;
+		case 'm': w.image = optarg; break;
+		case 'j': w.mode = 'j'; break;
+		case 'c': w.mode = 'c'; break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
+	    strcmp(verb, "export") != 0))
+		return cli_error(EXIT_USAGE, "ledger: takes show or export; see 'lume-metal help ledger'");
+	if (strcmp(verb, "export") == 0 && w.mode == 's')
+		w.mode = 'c';
+	if (w.mode == 'c')
+		printf("image,image_digest,guest_os,guest_build,guest_model,host_chip,host_build,time,kind,vm,verdict,"
+		    "payload_sha256,profile,workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,"
+		    "shim_to_host_percent\n");
+	w.all = cJSON_CreateArray();
+	rc = ledger_each(conn.state, each, &w, err);
+	if (rc == LM_OK && w.mode == 'j') {
+		char *text = cJSON_PrintUnformatted(w.all);
+
+		printf("%s\n", text);
+		free(text);
+	} else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
+		printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
+		    conn.state);
+	cJSON_Delete(w.all);
+	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);
+}
