@@ -38,7 +38,7 @@ build/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_SRC) $(HDRS)
 
 lint:
 	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
-	    tests/lib.sh tests/run.sh scripts/deps.sh
+	    tests/shim/*.sh tests/sshd.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh scripts/deps.sh scripts/demo
 
 test: deps all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 	sh tests/run.sh

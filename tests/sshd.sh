@@ -3,7 +3,10 @@
 #   tests/sshd.sh start DIR ADDR PORT [--password] [--rekey]
 #       DIR/home is the guest HOME; the guest-sim commands come first on its PATH. Writes the
 #       guest's host key, a client key DIR/id_ed25519 that it accepts, and DIR/sshd.pid.
-#       --rekey makes a new host key (a rebuilt guest).
+#       --rekey makes a new host key (a rebuilt guest); --home DIR another HOME (it may hold
+#       spaces and quotes); --env K=V more environment (e.g. LUME_METAL_SIM_* for the simulated
+#       device); --sftp-limit BLOCKS runs the SFTP server under `ulimit -f BLOCKS`, so an upload
+#       larger than that kills it mid-transfer (SIGXFSZ), as a guest dying during upload.
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
 set -eu
@@ -25,11 +28,23 @@ start) ;;
 esac
 addr=$3 port=$4
 shift 4
-password=no rekey=no
-for a in "$@"; do
-	case $a in --password) password=yes ;; --rekey) rekey=yes ;; esac
+password=no rekey=no home=$dir/home env="" sftp=internal-sftp
+while [ $# -gt 0 ]; do
+	case $1 in
+	--password) password=yes ;;
+	--rekey) rekey=yes ;;
+	--home) home=$2; shift ;;
+	--env) env="$env \"$2\""; shift ;;
+	--sftp-limit)
+		printf '#!/bin/sh\nulimit -f %s\nexec /usr/lib/openssh/sftp-server\n' "$2" >"$dir/sftp-limited"
+		chmod +x "$dir/sftp-limited"
+		sftp=$dir/sftp-limited
+		shift ;;
+	*) echo "sshd.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
 done
-mkdir -p "$dir/home"
+mkdir -p "$dir" "$home"
 [ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
 if [ ! -f "$dir/host_ed25519" ] || [ $rekey = yes ]; then
 	rm -f "$dir/host_ed25519" "$dir/host_ed25519.pub"
@@ -49,8 +64,8 @@ UsePAM no
 StrictModes no
 PermitRootLogin yes
 AllowTcpForwarding yes
-SetEnv HOME=$dir/home PATH=$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin
-Subsystem sftp internal-sftp
+SetEnv "HOME=$home" PATH=$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin$env
+Subsystem sftp $sftp
 LogLevel ERROR
 MaxStartups 100
 CONF
