@@ -107,6 +107,7 @@ cli_conn_init(cli_conn *c)
 	c->ssh.env_password = 1;
 	c->timeout_s = 120;
 	c->parallel = 32;
+	c->port = 22;
 }
 
 static int
@@ -149,6 +150,7 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1010: return number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
 	case 1011: c->all = 1; return 1;
 	case 1012: c->ssh.lume_default_password = 1; return 1;
+	case 1013: return number(arg, "--port", cmd, 1, 65535, &c->port);
 	}
 	return 0;
 }
@@ -278,7 +280,7 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	for (int i = 0; i < nvms; i++) {
 		guest_target *t;
 
-		if (guest_target_lume(&t, vms[i], c->ssh.user, err) != LM_OK || add_target(&p, t) != 0) {
+		if (guest_target_lume(&t, vms[i], c->ssh.user, err) != LM_OK || (t->port = c->port, add_target(&p, t)) != 0) {
 			rc = cli_fail(LM_EFAIL, err);
 			goto done;
 		}
@@ -307,7 +309,7 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 		for (size_t i = 0; i < n; i++) {
 			guest_target *t = NULL;
 
-			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK && add_target(&p, t) != 0)
+			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK && (t->port = c->port, add_target(&p, t)) != 0)
 				guest_target_free(t);
 			lume_vm_free(all[i]);
 		}

@@ -48,7 +48,7 @@ typedef struct {
 	const char *lume;      /* --lume PATH, default "lume" on $PATH */
 	const char **hosts;    /* --host values */
 	size_t nhosts;
-	int timeout_s, parallel, json, all, wait_s;
+	int timeout_s, parallel, json, all, wait_s, port;
 } cli_conn;
 
 /* Option rows for the shared flags; a command appends its own and ends with a zero row. */
@@ -59,7 +59,8 @@ typedef struct {
 	{"timeout", required_argument, NULL, 1005}, {"parallel", required_argument, NULL, 1006}, \
 	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
 	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
-	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}
+	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
+	{"port", required_argument, NULL, 1013}
 #define CLI_CONN_SHORT "u:i:"
 
 /* Sets defaults. */

@@ -17,6 +17,7 @@
 	"      --accept-new        add an unknown host key instead of refusing\n" \
 	"      --host user@addr[:port]  a guest reached directly, without lume (repeatable)\n" \
 	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
+	"      --port N            SSH port of Lume VMs (default 22)\n" \
 	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
 	"      --all               every VM that `lume ls` lists\n" \
 	"      --lume-default-password  also try Lume's default password (warns)\n" \

@@ -1,0 +1,39 @@
+# Shared setup for the deploy tests: real sshd guests on 127.0.0.x and the simulated lume.
+# Sourced after tests/lib.sh. Every sshd started here is stopped on exit, even on failure.
+LUME_SIM_DIR=$T/lume
+export LUME_SIM_DIR
+mkdir -p "$LUME_SIM_DIR"
+PORT=$((30000 + $$ % 20000))
+ME=$(id -un)
+ssh-keygen -q -t ed25519 -N '' -C lume-metal-test -f "$T/id_ed25519"
+unset SSH_AUTH_SOCK LUME_METAL_PASSWORD
+
+# guest NAME ADDR [sshd.sh options]: a running Lume VM NAME served by sshd at ADDR:$PORT.
+guest() {
+	g=$1 a=$2
+	shift 2
+	mkdir -p "$T/g/$g"
+	cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/$g/" 2>/dev/null
+	t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/$g'"
+	sh "$TOP/tests/sshd.sh" start "$T/g/$g" "$a" "$PORT" "$@" || return 1
+	sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" "$g" running "$a" true
+}
+stop_guest() { sh "$TOP/tests/sshd.sh" stop "$T/g/$1"; }
+# root NAME: the guest's lume-metal directory.
+root() { printf '%s/g/%s/home/Library/Application Support/lume-metal' "$T" "$1"; }
+
+# lm CMD ARGS...: lume-metal with this harness's connection flags.
+lm() {
+	c=$1
+	shift
+	"$LM" "$c" --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
+		--known-hosts "$T/known_hosts" --state "$T/state" "$@"
+}
+LMT="--target linux-sim"
+
+# field NAME FILE: the first string or number value of "NAME" in FILE (one JSON object per line).
+field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" "$2" | head -n 1; }
+
+# A second profile: the same shim with a lower ceiling, so two payloads differ.
+sed -e 's/"id": "m1-ultra-tahoe-26.5"/"id": "apple8"/' -e 's/"appleFamilyMax": 1009/"appleFamilyMax": 1008/' \
+	"$TOP/manifests/profiles/m1-ultra-tahoe-26.5.json" >"$T/apple8.json"

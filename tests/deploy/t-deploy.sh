@@ -1,0 +1,81 @@
+# deploy, status, unchanged redeploy, rollback previous and none, the ledger gate and --force,
+# against real sshd guests named through the simulated lume.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+
+guest tahoe-1 127.0.0.2 || exit 1
+"$LM" build $LMT -o "$T/a.tar.gz" >/dev/null && "$LM" build $LMT --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
+A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
+
+check_rc "an unknown host key is refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
+check_grep "... naming its fingerprint" 'unknown host key SHA256:' "$T/.out"
+check "... and nothing reached the guest" test ! -e "$(root tahoe-1)"
+check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
+cp "$T/.out" "$T/deploy1"
+check_grep "... is deployed" '"state":"deployed"' "$T/deploy1"
+check_grep "... after validating stock and shimmed" '"validated":true' "$T/deploy1"
+check_grep "... where the shim showed Apple9" '"Apple9":true,"Apple10":false' "$T/deploy1"
+check "... current is the payload" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
+check "... the LaunchAgent is in place" test -f "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
+check "... and the staged upload is gone" sh -c '! ls "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
+check_rc "status" 0 lm status tahoe-1 --json
+check_grep "... shows the release current" "\"current\":\"$A\"" "$T/.out"
+check_grep "... the service running" '"state":"running"' "$T/.out"
+check_grep "... and the ledger's verdict" '"verdict":"pass"' "$T/.out"
+check_rc "the same deploy again" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
+check_grep "... is unchanged" '"state":"unchanged"' "$T/.out"
+check_grep "... and sends no payload bytes" '"bytesSent":0' "$T/.out"
+
+check_rc "a second payload" 0 lm deploy tahoe-1 --payload "$T/b.tar.gz"
+check "... becomes current, the first previous" test "$(readlink "$(root tahoe-1)/current")" = "releases/$B" -a \
+	"$(readlink "$(root tahoe-1)/previous")" = "releases/$A"
+check_rc "rollback (previous)" 0 lm rollback tahoe-1
+check_grep "... rolled back" 'rolled-back' "$T/.out"
+check "... the first payload is current again" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
+check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none
+check "... removes releases, current and previous" sh -c '! ls -A "$1" | grep -Eq "releases|current|previous"' - "$(root tahoe-1)"
+check "... and the LaunchAgent" test ! -e "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
+check_rc "rollback with nothing installed" 0 lm rollback tahoe-1 --to none
+check_grep "... has nothing to do" 'nothing to roll back' "$T/.out"
+
+check_rc "ledger show" 0 "$LM" ledger --state "$T/state" show
+check_grep "... lists the deploy" "deploy +pass +tahoe-1 +${A%"${A#????????????}"}" "$T/.out"
+check_grep "... and the rollbacks" 'rollback +rolled-back' "$T/.out"
+check_rc "ledger export --csv" 0 "$LM" ledger --state "$T/state" export
+check_grep "... has the evidence columns" '^image,image_digest,guest_os,guest_build,guest_model,host_chip,host_build,time,kind,vm,verdict,payload_sha256,profile,workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,shim_to_host_percent$' "$T/.out"
+check_grep "... and a row per record" "^unknown,,26.5.2,25F84,VirtualMac2\\,1|^unknown,,26.5.2,25F84,\"VirtualMac2,1\"" "$T/.out"
+
+# A guest whose device the shim cannot change (the simulated maxThreadgroupMemoryLength has the
+# wrong type, so the shim fails closed): validation fails and nothing is activated.
+guest tahoe-bad 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
+check_rc "a failing validation is exit 1" 1 lm deploy tahoe-bad --payload "$T/a.tar.gz" --accept-new --image ghcr.io/x/bad:1 --json
+check_grep "... as validation-failed" '"state":"validation-failed"' "$T/.out"
+check "... with nothing activated" test ! -e "$(root tahoe-bad)/current"
+check "... and no release left behind" sh -c '[ -z "$(ls -A "$1/releases" 2>/dev/null)" ]' - "$(root tahoe-bad)"
+check_rc "the ledger" 0 "$LM" ledger --state "$T/state" show --image ghcr.io/x/bad:1
+check_grep "... records the failure" 'deploy +fail +tahoe-bad' "$T/.out"
+check_rc "the next deploy of that image version is refused (exit 3)" 3 lm deploy tahoe-bad --payload "$T/a.tar.gz" --image ghcr.io/x/bad:1
+check_grep "... saying why" 'recorded as failing validation; --force' "$T/.out"
+check_rc "--dry-run on it changes nothing and says so" 3 lm deploy tahoe-bad --payload "$T/a.tar.gz" --image ghcr.io/x/bad:1 --dry-run
+stop_guest tahoe-bad
+sh "$TOP/tests/sshd.sh" start "$T/g/tahoe-bad" 127.0.0.3 "$PORT"
+check_rc "--force validates it again; now the device passes" 0 lm deploy tahoe-bad --payload "$T/a.tar.gz" --image ghcr.io/x/bad:1 --force
+check "... and it is current" test "$(readlink "$(root tahoe-bad)/current")" = "releases/$A"
+check_rc "a dry run of a new payload" 0 lm deploy tahoe-bad --payload "$T/b.tar.gz" --image ghcr.io/x/bad:1 --dry-run --json
+check_grep "... prints the plan" '"plan":\["upload' "$T/.out"
+check "... and changes nothing" test "$(readlink "$(root tahoe-bad)/current")" = "releases/$A"
+
+# Lume states.
+sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-off stopped null null
+sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-noip running null null
+check_rc "a stopped VM is exit 1" 1 lm deploy tahoe-off $LMT
+check_grep "... with a hint to lume run" 'VM tahoe-off is stopped; start it with `lume run tahoe-off --no-display`' "$T/.out"
+check_rc "a VM with no IP is exit 1" 1 lm status tahoe-noip
+check_grep "... saying so" 'has no IP address yet' "$T/.out"
+check_rc "an unknown VM is exit 1" 1 lm status no-such-vm
+check_grep "... naming it" 'VM no-such-vm: not found by lume' "$T/.out"
+check_rc "status --all covers every VM lume lists" 1 lm status --all --json
+check_grep "... in its summary" '"summary":\{.*"total":4' "$T/.out"
+check_rc "--all with names is a usage error" 2 lm status --all tahoe-1
+check_rc "no VM at all is a usage error" 2 lm status
+t_done
