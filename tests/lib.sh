@@ -26,4 +26,8 @@ check_rc() {
 check_grep() {
 	if grep -Eq -- "$2" "$3"; then ok "$1"; else not_ok "$1 (no /$2/ in $3)"; sed 's/^/#   /' "$3"; fi
 }
+# check_has NAME STRING FILE: FILE must contain STRING (fixed, not a pattern).
+check_has() {
+	if grep -Fq -- "$2" "$3"; then ok "$1"; else not_ok "$1 (no \"$2\" in $3)"; sed 's/^/#   /' "$3"; fi
+}
 t_done() { exit "$t_failed"; }

@@ -1,0 +1,120 @@
+#!/bin/sh
+# shellcheck disable=SC1091 # lib.sh and guest-lib.sh are sourced by path
+# The simulated macOS guest commands (tests/guest-sim/bin): labelled as simulations, and their
+# outputs and exit codes as on macOS.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/guest/guest-lib.sh"
+guest sim
+S=$TOP/tests/guest-sim/bin
+
+for c in sw_vers launchctl plutil sysctl shasum defaults id; do
+	head -n 3 "$S/$c" >"$T/.head.$c"
+	check_grep "$c is labelled a SIMULATION in its first lines" '^# SIMULATION of the macOS' "$T/.head.$c"
+done
+
+# sw_vers
+printf 'ProductName:\t\tmacOS\nProductVersion:\t\t26.5.2\nBuildVersion:\t\t25F84\n' >"$T/sw.want"
+sw_vers >"$T/sw.got"
+check "sw_vers prints the Tahoe 26.5.2 (25F84) layout" diff -u "$T/sw.want" "$T/sw.got"
+is_eq "sw_vers -productVersion" "$(sw_vers -productVersion)" 26.5.2
+is_eq "sw_vers -buildVersion" "$(sw_vers -buildVersion)" 25F84
+is_eq "sw_vers follows LUME_METAL_SIM_OS_VERSION" "$(LUME_METAL_SIM_OS_VERSION=26.6.1 sw_vers -productVersion)" 26.6.1
+check_rc "sw_vers rejects an unknown option" 1 sw_vers -bogus
+
+# sysctl
+is_eq "sysctl -n hw.model" "$(sysctl -n hw.model)" VirtualMac2,1
+is_eq "sysctl -n machdep.cpu.brand_string" "$(sysctl -n machdep.cpu.brand_string)" "Apple M1 Ultra (Virtual)"
+is_eq "sysctl -n kern.osproductversion" "$(sysctl -n kern.osproductversion)" 26.5.2
+is_eq "sysctl -n kern.osversion" "$(sysctl -n kern.osversion)" 25F84
+is_eq "sysctl without -n prints name: value" "$(sysctl hw.model)" "hw.model: VirtualMac2,1"
+sysctl -n no.such.oid >"$T/o" 2>"$T/e"
+is_eq "sysctl: an unknown oid exits 1" $? 1
+check_grep "sysctl: an unknown oid is named" "^sysctl: unknown oid 'no.such.oid'\$" "$T/e"
+
+# id
+is_eq "id -u is 501" "$(id -u)" 501
+is_eq "id -un is lume" "$(id -un)" lume
+check_rc "id rejects an unknown option" 1 id -Z
+
+# shasum
+printf 'one\n' >"$T/a file"
+printf 'two\n' >"$T/b"
+(cd "$T" && shasum -a 256 "a file" b) >"$T/sums"
+(cd "$T" && sha256sum "a file" b) >"$T/sums.gnu"
+check "shasum -a 256 prints '<hex>  <name>' like the real tool" diff -u "$T/sums.gnu" "$T/sums"
+is_eq "shasum -a 256 on stdin names it -" "$(printf 'one\n' | shasum -a 256 | cut -c65-)" "  -"
+(cd "$T" && shasum -a 256 -c sums) >"$T/c.out" 2>"$T/c.err"
+is_eq "shasum -c exits 0 when all match" $? 0
+is_eq "shasum -c prints NAME: OK" "$(cat "$T/c.out")" "a file: OK
+b: OK"
+printf 'changed\n' >"$T/b"
+(cd "$T" && shasum -a 256 -c sums) >"$T/c.out" 2>"$T/c.err"
+is_eq "shasum -c exits 1 on a mismatch" $? 1
+check_grep "shasum -c prints NAME: FAILED" '^b: FAILED$' "$T/c.out"
+check_grep "shasum -c warns on stderr" '^shasum: WARNING: 1 computed checksum did NOT match$' "$T/c.err"
+rm "$T/b"
+(cd "$T" && shasum -a 256 -c sums) >"$T/c.out" 2>"$T/c.err"
+is_eq "shasum -c exits 1 on a missing file" $? 1
+check_grep "shasum -c prints FAILED open or read" '^b: FAILED open or read$' "$T/c.out"
+check_grep "shasum -c counts unreadable files" '^shasum: WARNING: 1 listed file could not be read$' "$T/c.err"
+printf 'junk\n' >"$T/junk"
+check_rc "shasum -c with no checksum lines exits 1" 1 shasum -a 256 -c "$T/junk"
+
+# plutil
+cat >"$T/good.plist" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>com.example.sim</string>
+	<key>ProgramArguments</key>
+	<array><string>/bin/true</string></array>
+</dict>
+</plist>
+EOF
+chmod 644 "$T/good.plist"
+is_eq "plutil -lint prints FILE: OK" "$(plutil -lint "$T/good.plist")" "$T/good.plist: OK"
+sed 's|<array><string>/bin/true</string></array>||' "$T/good.plist" >"$T/bad.plist"
+plutil -lint "$T/bad.plist" >"$T/o" 2>&1
+is_eq "plutil -lint exits 1 on a key without a value" $? 1
+check_grep "plutil -lint names the problem" "^$T/bad.plist: Value missing for key inside <dict>" "$T/o"
+sed 's/<\/dict>//' "$T/good.plist" >"$T/bad2.plist"
+check_rc "plutil -lint exits 1 on malformed XML" 1 plutil -lint "$T/bad2.plist"
+check_rc "plutil -lint exits 1 on a missing file" 1 plutil -lint "$T/none.plist"
+
+# defaults
+D=com.apple.gpusw.ParavirtualizedGraphics K=ForceUnrestrictedDeviceFeatureLevel
+defaults read "$D" "$K" >"$T/o" 2>"$T/e"
+is_eq "defaults read of a missing key exits 1" $? 1
+check_grep "defaults read says the pair does not exist" "^The domain/default pair of \\($D, $K\\) does not exist\$" "$T/e"
+check "defaults write -bool true" defaults write "$D" "$K" -bool true
+is_eq "defaults read prints 1 for true" "$(defaults read "$D" "$K")" 1
+check "defaults delete" defaults delete "$D" "$K"
+defaults delete "$D" "$K" >"$T/o" 2>"$T/e"
+is_eq "defaults delete of a missing key exits 1" $? 1
+check_grep "defaults delete says nothing changed" '^Defaults have not been changed\.$' "$T/e"
+
+# launchctl
+uid=$(id -u)
+check_rc "launchctl print of an unknown service exits 113" 113 launchctl print "gui/$uid/com.example.sim"
+check "launchctl bootstrap" launchctl bootstrap "gui/$uid" "$T/good.plist"
+check "launchctl print of the loaded service" launchctl print "gui/$uid/com.example.sim"
+launchctl bootstrap "gui/$uid" "$T/good.plist" >"$T/o" 2>"$T/e"
+is_eq "bootstrapping a loaded service exits 5" $? 5
+check_grep "bootstrapping a loaded service: the real tool's error" '^Bootstrap failed: 5: Input/output error$' "$T/e"
+check "launchctl kickstart -k" launchctl kickstart -k "gui/$uid/com.example.sim"
+is_eq "kickstart -k restarts (runs = 1)" "$(svc runs com.example.sim)" 1
+check "launchctl bootout" launchctl bootout "gui/$uid/com.example.sim"
+launchctl bootout "gui/$uid/com.example.sim" >"$T/o" 2>"$T/e"
+is_eq "bootout of an unloaded service exits 3" $? 3
+check_grep "bootout of an unloaded service: the real tool's error" '^Boot-out failed: 3: No such process$' "$T/e"
+launchctl kickstart "gui/$uid/com.example.sim" >"$T/o" 2>"$T/e"
+is_eq "kickstart of an unloaded service exits 113" $? 113
+check_grep "kickstart names the service" "^Could not find service \"com.example.sim\" in domain for user gui: $uid\$" "$T/e"
+chmod 666 "$T/good.plist"
+check_rc "bootstrap refuses a world-writable plist (5)" 5 launchctl bootstrap "gui/$uid" "$T/good.plist"
+chmod 644 "$T/good.plist"
+check_rc "bootstrap without a GUI session exits 125" 125 env LUME_METAL_SIM_GUI_SESSION=0 launchctl bootstrap "gui/$uid" "$T/good.plist"
+check_rc "bootstrap of a missing plist exits 2" 2 launchctl bootstrap "gui/$uid" "$T/none.plist"
+t_done
