@@ -99,8 +99,8 @@ is_eq "third install: previous -> b" "$(link previous)" "releases/$B"
 is_eq "third install: only current and previous are kept" "$(find "$ROOT/releases" -mindepth 1 -maxdepth 1 -exec basename {} \; | sort | tr "\n" " ")" \
 	"$(printf '%s\n' "$B" "$C" | sort | tr '\n' ' ')"
 
-# Rollback to previous.
-rollback "$T/r1.json" previous
+# Rollback to previous, run from the current release itself (which it removes), as deploy does.
+run "$T/r1.json" dash "$ROOT/current/bin/rollback.sh" previous
 rc_is "rollback previous exits 0" 0
 is_json "rollback prints one JSON object" "$T/r1.json"
 jis "rollback: rolled-back" "$T/r1.json" .result rolled-back
@@ -148,5 +148,23 @@ jis "status with nothing installed: no releases" "$T/s2.json" '.releases#' 0
 install "$T/i5.json" "$T/a.tar.gz" "$A"
 rc_is "install after rollback none exits 0" 0
 is_eq "install after rollback none: current -> a" "$(link current)" "releases/$A"
+
+# A release for another workload (another label): the old agent goes, rollback brings it back.
+sed -e 's/"id": "llama-server"/"id": "other"/' -e 's/"label": "com.trycua.lume-metal.llama-server"/"label": "com.example.other"/' \
+	"$TOP/manifests/workloads/llama-server.json" >"$T/other.json"
+payload "$T/o.tar.gz" --workload "$T/other.json" || not_ok "build payload other"
+O=$SHA
+install "$T/i6.json" "$T/o.tar.gz" "$O"
+rc_is "another workload: install exits 0" 0
+jis "another workload: its label" "$T/i6.json" .label com.example.other
+check "another workload: its LaunchAgent is written" test -f "$AGENTS/com.example.other.plist"
+check "another workload: the old LaunchAgent is removed" test ! -e "$PL"
+if loaded "$LABEL"; then not_ok "another workload: the old service is booted out"; else ok "another workload: the old service is booted out"; fi
+is_eq "another workload: its service runs" "$(svc state com.example.other)" running
+rollback "$T/r6.json" previous
+rc_is "another workload: rollback exits 0" 0
+check "rollback: the other LaunchAgent is removed" test ! -e "$AGENTS/com.example.other.plist"
+if loaded com.example.other; then not_ok "rollback: the other service is booted out"; else ok "rollback: the other service is booted out"; fi
+is_eq "rollback: the first workload runs again" "$(svc state)" running
 check "launchctl setenv was never used" test ! -e "$LUME_METAL_SIM_DIR/launchd/setenv.log"
 t_done

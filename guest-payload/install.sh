@@ -1,0 +1,439 @@
+#!/bin/sh
+# shellcheck disable=SC2317 # the common block has helpers a script may not use; traps call others
+# install.sh --payload FILE --sha256 HEX [--no-validate]
+#
+# Installs one lume-metal payload for the logged-in user of a macOS guest. It can run from any
+# copy; deploy runs `tar -xzOf FILE bin/install.sh | sh -s -- ...`. Order: check the payload's
+# SHA-256, check every entry name and type, unpack under staging/, check every file against
+# SHA256SUMS (and SHA256SUMS against MANIFEST.json), move it to releases/<sha>/, run the probe
+# stock and shimmed, and only on a pass render the LaunchAgent, switch `current` (a temporary
+# link renamed over it), keep `previous`, and bootstrap the service. Anything that fails puts
+# back what was there, so the previous state keeps running.
+#
+# Prints one JSON object on stdout:
+#   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
+#    "label":...,"plist":...,"validated":true|false,"reason":...,"stock":{probe}|null,
+#    "shimmed":{probe}|null}
+# Exit 0 installed or unchanged, 1 refused or failed (old state kept), 2 usage.
+set -u
+
+# ---- common: keep this block identical in install.sh, rollback.sh and status.sh ----
+HOME=${HOME:-}
+nl='
+'
+tab=$(printf '\t')
+cr=$(printf '\r')
+LC_ALL=C
+export LC_ALL
+umask 022
+say() { printf 'lume-metal: %s\n' "$*" >&2; }
+# jstr S: S as a JSON string (control characters other than tab, CR and LF are dropped).
+# Plain printable text, the common case, costs no process.
+jstr() {
+	case $1 in
+	*[\\\"]* | *[![:print:]]*) ;;
+	*) printf '"%s"' "$1"; return 0 ;;
+	esac
+	printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\010\013\014\016-\037' |
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e "s/$tab/\\\\t/g" -e "s/$cr/\\\\r/g" |
+		awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')"
+}
+# jopt S: S as a JSON string, or null when empty.
+jopt() { if [ -n "$1" ]; then jstr "$1"; else printf null; fi; }
+# jlines: the non-empty lines of stdin as a JSON array of strings.
+jlines() {
+	first=1
+	printf '['
+	while IFS= read -r l || [ -n "$l" ]; do
+		[ -n "$l" ] || continue
+		[ "$first" -eq 1 ] || printf ','
+		first=0
+		jstr "$l"
+	done
+	printf ']'
+}
+# jfile FILE: the JSON object in FILE on one line, or null.
+jfile() {
+	[ -s "$1" ] || { printf null; return 0; }
+	j=$(tr '\n\r' '  ' <"$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	case $j in '{'*'}') printf '%s' "$j" ;; *) printf null ;; esac
+}
+# env_get FILE KEY: the value of KEY in a KEY=VALUE file; fails when absent or malformed.
+env_get() {
+	[ -f "$1" ] || return 1
+	while IFS='=' read -r k v || [ -n "$k" ]; do
+		[ "$k" = "$2" ] || continue
+		case $v in *[!A-Za-z0-9_.,:/+@-]*) return 1 ;; esac
+		printf '%s\n' "$v"
+		return 0
+	done <"$1"
+	return 1
+}
+# label_of RELEASE_DIR: the LaunchAgent label of a release, checked.
+label_of() {
+	l=$(env_get "$1/payload.env" LUME_METAL_LABEL) || return 1
+	case $l in '' | *[!A-Za-z0-9._-]* | .*) return 1 ;; esac
+	printf '%s\n' "$l"
+}
+home_ok() {
+	case $HOME in
+	/*) ;;
+	*) return 1 ;;
+	esac
+	case $HOME in *"$nl"* | *__LUME_METAL_*) return 1 ;; esac
+	return 0
+}
+os=""
+ROOT="$HOME/Library/Application Support/lume-metal"
+AGENTS="$HOME/Library/LaunchAgents"
+LOGS="$HOME/Library/Logs/lume-metal"
+# link_sha NAME: the release sha ROOT/NAME points at (releases/<sha>), or nothing.
+link_sha() {
+	[ -L "$ROOT/$1" ] || return 0
+	t=$(readlink "$ROOT/$1") || return 0
+	s=${t#releases/}
+	[ "$s" != "$t" ] || return 0
+	case $s in *[!0-9a-f]* | '') return 0 ;; esac
+	[ ${#s} -ne 64 ] || printf '%s\n' "$s"
+}
+# mv_link TMP DEST: renames the link TMP over the link DEST without following DEST (BSD mv -h,
+# GNU mv -T): a plain mv would move TMP into the directory DEST points at.
+mv_link() {
+	[ -n "$os" ] || os=$(uname -s)
+	case $os in
+	Darwin | *BSD | DragonFly) mv -f -h "$1" "$2" ;;
+	*) mv -f -T "$1" "$2" ;;
+	esac
+}
+# point_link NAME SHA: ROOT/NAME -> releases/SHA by rename of a temporary link; no SHA removes it.
+point_link() {
+	if [ -z "$2" ]; then
+		rm -f "$ROOT/$1"
+		return
+	fi
+	[ "$(link_sha "$1")" != "$2" ] || return 0
+	tmp="$ROOT/.$1.tmp.$$"
+	rm -f "$tmp"
+	ln -s "releases/$2" "$tmp" || return 1
+	mv_link "$tmp" "$ROOT/$1" || { rm -f "$tmp"; return 1; }
+}
+is_loaded() { launchctl print "gui/$uid/$1" >/dev/null 2>&1; }
+# bootstrap_agent PLIST LABEL: launchctl bootstrap into gui/<uid>; on failure b_err says why.
+# launchd finishes a boot-out asynchronously, so a label still loaded gets one more try.
+bootstrap_agent() {
+	b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
+	if is_loaded "$2"; then
+		sleep 1
+		b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
+		b_err="$(printf '%s\n' "$b_err" | head -n 1) (gui/$uid/$2 is still loaded; its boot-out did not take effect)"
+		return 1
+	fi
+	b_err=$(printf '%s\n' "$b_err" | head -n 1)
+	return 1
+}
+# release_drift DIR: prints the files of a release that no longer match SHA256SUMS, are
+# missing, or are not listed there; fails when there is any.
+release_drift() {
+	[ -d "$1" ] || { echo "(release directory missing)"; return 1; }
+	[ -f "$1/SHA256SUMS" ] || { echo SHA256SUMS; return 1; }
+	d_out=$(
+		cd "$1" || exit
+		shasum -a 256 -c SHA256SUMS 2>/dev/null | sed -n 's/: FAILED.*$//p'
+		{
+			sed -n 's/^[0-9a-f]\{64\} [ *]/L /p' SHA256SUMS
+			find . ! -type d | sed 's|^\./|F |'
+			find . -type l | sed 's|^\./|S |'
+		} | awk '$1 == "L" { l[substr($0, 3)] = 1; next }
+			$1 == "S" || (substr($0, 3) != "SHA256SUMS" && !(substr($0, 3) in l)) { print substr($0, 3) }' | sort -u
+	)
+	[ -n "$d_out" ] || return 0
+	printf '%s\n' "$d_out"
+	return 1
+}
+# sed_repl S: sets e_out to S XML-escaped (& < >) and then escaped for a sed replacement
+# (\ & |); plain text costs no process.
+sed_repl() {
+	case $1 in
+	*[\&\<\>\\\|]*)
+		e_out=$(printf '%s\n' "$1" | sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/[\\&|]/\\&/g')
+		;;
+	*) e_out=$1 ;;
+	esac
+}
+# render_plist RELEASE_DIR: the release's LaunchAgent on stdout, tokens replaced (XML-escaped).
+render_plist() {
+	sed_repl "$HOME"
+	r_home=$e_out
+	sed_repl "$1"
+	sed -e "s|__LUME_METAL_RELEASE__|$e_out|g" -e "s|__LUME_METAL_HOME__|$r_home|g" "$1/LaunchAgent.plist"
+}
+lock() {
+	if mkdir "$ROOT/.lock" 2>/dev/null; then
+		echo $$ >"$ROOT/.lock/pid" 2>/dev/null
+		return 0
+	fi
+	p=$(cat "$ROOT/.lock/pid" 2>/dev/null)
+	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
+		rm -rf "$ROOT/.lock"
+		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; return 0; }
+	fi
+	return 1
+}
+unlock() { rm -rf "$ROOT/.lock"; }
+# ---- end of common block ----
+
+payload="" want="" validate=1
+sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
+stock_json=null shimmed_json=null validated=false
+work="" locked=0 new_rel=0 displaced="" activating=0 R=""
+
+emit() {
+	cur_out=$(link_sha current)
+	prev_out=$(link_sha previous)
+	printf '{"result":"%s","sha256":%s,"current":%s,"previous":%s,"label":%s,"plist":%s,"validated":%s,"reason":%s,"stock":%s,"shimmed":%s}\n' \
+		"$1" "$(jopt "$sha")" "$(jopt "$cur_out")" "$(jopt "$prev_out")" "$(jopt "$label")" \
+		"$(jopt "$plist")" "$validated" "$(jopt "$reason")" "$stock_json" "$shimmed_json"
+}
+cleanup() {
+	[ -z "$work" ] || rm -rf "$work"
+	[ "$locked" -eq 0 ] || unlock
+}
+trap cleanup EXIT
+trap 'fail "interrupted"' INT TERM HUP
+
+usage() {
+	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate]${1:+ ($1)}"
+	say "$reason"
+	emit failed
+	exit 2
+}
+# fail REASON: puts back what this run changed, reports, exits 1.
+fail() {
+	reason=$1
+	trap '' INT TERM HUP
+	[ "$activating" -eq 0 ] || revert_activation
+	if [ "$new_rel" -eq 1 ] && [ -n "$R" ]; then rm -rf "$R"; fi
+	if [ -n "$displaced" ] && [ -d "$displaced" ]; then
+		mv "$displaced" "$R" || reason="$reason; could not put back $R"
+	fi
+	say "$reason"
+	emit failed
+	exit 1
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--payload) [ $# -ge 2 ] || usage "--payload needs a file"; payload=$2; shift 2 ;;
+	--sha256) [ $# -ge 2 ] || usage "--sha256 needs a value"; want=$2; shift 2 ;;
+	--no-validate) validate=0; shift ;;
+	-h | --help) usage ;;
+	*) usage "unknown argument: $1" ;;
+	esac
+done
+[ -n "$payload" ] || usage "no --payload"
+want=$(printf '%s' "$want" | tr 'ABCDEF' 'abcdef')
+case $want in *[!0-9a-f]* | '') usage "--sha256 must be 64 hex digits" ;; esac
+[ ${#want} -eq 64 ] || usage "--sha256 must be 64 hex digits"
+home_ok || usage "HOME must be an absolute path without newlines"
+if [ ! -f "$payload" ] || [ ! -r "$payload" ]; then
+	reason="payload $payload is not a readable file"
+	say "$reason"
+	emit failed
+	exit 1
+fi
+uid=$(id -u)
+case $payload in /*) ;; *) payload="$(pwd)/$payload" ;; esac
+
+mkdir -p "$ROOT/releases" "$ROOT/staging" "$AGENTS" "$LOGS" 2>/dev/null ||
+	fail "cannot create $ROOT, $AGENTS or $LOGS (full disk or permissions?)"
+lock || fail "another lume-metal install or rollback holds $ROOT/.lock (remove it if no such process runs)"
+locked=1
+cur_sha=$(link_sha current)
+prev_sha=$(link_sha previous)
+
+# 1. The payload is the one the host built.
+got=$(shasum -a 256 <"$payload" 2>/dev/null)
+got=${got%% *}
+if [ "$got" != "$want" ]; then
+	fail "payload SHA-256 is ${got:-unreadable}, expected $want: the upload is tampered with or truncated"
+fi
+sha=$want
+R="$ROOT/releases/$sha"
+
+# 2. Reinstalling what is already current and intact, with the same agent loaded: no change.
+if [ "$sha" = "$cur_sha" ] && release_drift "$R" >/dev/null && label=$(label_of "$R"); then
+	plist="$AGENTS/$label.plist"
+	if [ -f "$plist" ] && render_plist "$R" | cmp -s - "$plist" && is_loaded "$label"; then
+		emit unchanged
+		exit 0
+	fi
+fi
+label="" plist=""
+
+# 3. Entry names and types, before anything is unpacked.
+names=$(tar -tzf "$payload" 2>/dev/null) ||
+	fail "payload is not a readable tar.gz: $(tar -tzf "$payload" 2>&1 >/dev/null | tail -n 2 | tr '\n' ' ')"
+bad=$(printf '%s\n' "$names" | awk '{ n = $0; sub(/^\.\//, "", n) } n == "" || n ~ /^\// || n ~ /(^|\/)\.\.(\/|$)/ { print }')
+[ -z "$bad" ] || fail "payload has an entry outside its directory: $(printf '%s' "$bad" | head -n 1)"
+types=$(tar -tvzf "$payload" 2>/dev/null | cut -c1) || fail "payload listing failed"
+[ "$(printf '%s\n' "$types" | wc -l)" -eq "$(printf '%s\n' "$names" | wc -l)" ] ||
+	fail "payload listing is inconsistent (an entry name with a newline?)"
+if printf '%s\n' "$types" | grep -qv '^[-d]$'; then
+	fail "payload has a link or special entry; only files and directories are allowed"
+fi
+printf '%s\n' "$names" | grep -Eqx '(\./)?SHA256SUMS' || fail "payload has no SHA256SUMS"
+
+# 4. Unpack into staging and check every file.
+work="$ROOT/staging/.install.$$"
+rm -rf "$work"
+mkdir "$work" || fail "cannot create $work (full disk?)"
+fresh="$work/release"
+mkdir "$fresh" || fail "cannot create $fresh (full disk?)"
+# cd rather than -C: GNU tar unquotes backslashes in a -C directory.
+if ! terr=$(cd "$fresh" && tar -xzf "$payload" 2>&1); then
+	fail "cannot unpack the payload into $ROOT/staging: $(printf '%s' "$terr" | tail -n 2 | tr '\n' ' ')"
+fi
+[ -z "$(find "$fresh" -type l)" ] || fail "payload unpacked a symbolic link"
+if grep -Ev '^[0-9a-f]{64} [ *][^/]' "$fresh/SHA256SUMS" | grep -q . ||
+	grep -Eq '(^[0-9a-f]{64} [ *]|/)\.\.(/|$)' "$fresh/SHA256SUMS"; then
+	fail "SHA256SUMS has a malformed line"
+fi
+missing=$(sed -n 's/^[0-9a-f]\{64\} [ *]//p' "$fresh/SHA256SUMS" | awk '{ have[$0] = 1 }
+	END {
+		n = split("MANIFEST.json payload.env shim.env profile.json LaunchAgent.plist bin/run-with-shim bin/lume-metal-probe", req, " ")
+		for (i = 1; i <= n; i++) if (!(req[i] in have)) print req[i]
+	}')
+[ -z "$missing" ] || fail "payload does not list $(printf '%s' "$missing" | tr '\n' ' ')in SHA256SUMS"
+if ! drift=$(release_drift "$fresh"); then
+	fail "payload files do not match SHA256SUMS: $(printf '%s' "$drift" | tr '\n' ' ')"
+fi
+# Every checksum must also be the one MANIFEST.json records (MANIFEST.json's own is in SHA256SUMS).
+unrecorded=$(awk 'FNR == NR { while (match($0, /[0-9a-f]+/)) { if (RLENGTH == 64) m[substr($0, RSTART, 64)] = 1; $0 = substr($0, RSTART + RLENGTH) } next }
+	{ n = substr($0, 67) } n != "MANIFEST.json" && !(substr($0, 1, 64) in m) { print n }' \
+	"$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
+[ -z "$unrecorded" ] || fail "MANIFEST.json does not record the SHA-256 of $(printf '%s' "$unrecorded" | tr '\n' ' ')"
+label=$(label_of "$fresh") || fail "payload.env has no valid LUME_METAL_LABEL"
+target=$(env_get "$fresh/payload.env" LUME_METAL_TARGET) || fail "payload.env has no valid LUME_METAL_TARGET"
+[ -n "$os" ] || os=$(uname -s)
+case $os in Darwin) host_target=macos ;; *) host_target=linux-sim ;; esac
+[ "$target" = "$host_target" ] || fail "payload is for target $target, this guest runs $host_target"
+plist="$AGENTS/$label.plist"
+if [ "$validate" -eq 1 ] && grep -Eq '"placeholder"[[:space:]]*:[[:space:]]*true' "$fresh/MANIFEST.json"; then
+	fail "payload holds placeholder binaries (MANIFEST.json); it cannot be validated"
+fi
+
+# 5. Into releases/<sha>: reuse an intact copy, replace a drifted one.
+if [ -d "$R" ] && release_drift "$R" >/dev/null; then
+	rm -rf "$fresh"
+else
+	if [ -e "$R" ] || [ -L "$R" ]; then
+		displaced="$work/displaced"
+		mv "$R" "$displaced" || fail "cannot move the drifted $R aside"
+	fi
+	mv "$fresh" "$R" || fail "cannot move the release into $R"
+	new_rel=1
+	find "$R" -type f -exec chmod a-w {} + || fail "cannot make $R read-only"
+fi
+
+# 6. Validation: the probe stock, then shimmed against the profile.
+if [ "$validate" -eq 1 ]; then
+	(
+		unset DYLD_INSERT_LIBRARIES LD_PRELOAD LUME_METAL_APPLE_FAMILY_MAX \
+			LUME_METAL_MAX_THREADGROUP_MEMORY LUME_METAL_RECOMMENDED_WORKING_SET_SIZE LUME_METAL_PROCESSES
+		exec "$R/bin/lume-metal-probe"
+	) >"$work/stock.json" 2>"$work/stock.err"
+	rc=$?
+	stock_json=$(jfile "$work/stock.json")
+	if [ "$rc" -ne 0 ] || [ "$stock_json" = null ]; then
+		fail "stock probe failed (exit $rc): $(tail -n 3 "$work/stock.err" | tr '\n' ' ')"
+	fi
+	"$R/bin/run-with-shim" "$R/bin/lume-metal-probe" --expect "$R/profile.json" --stock "$work/stock.json" \
+		>"$work/shimmed.json" 2>"$work/shimmed.err"
+	rc=$?
+	shimmed_json=$(jfile "$work/shimmed.json")
+	case $rc in
+	0) [ "$shimmed_json" != null ] || fail "shimmed probe printed no JSON" ;;
+	1) fail "validation failed: the shimmed device does not meet profile $(env_get "$R/payload.env" LUME_METAL_PROFILE || echo '?') (see shimmed.expect.differences)" ;;
+	*) fail "shimmed probe failed (exit $rc): $(tail -n 3 "$work/shimmed.err" | tr '\n' ' ')" ;;
+	esac
+	validated=true
+fi
+
+# 7. The LaunchAgent, rendered and linted before anything live changes.
+new_plist="$AGENTS/.$label.plist.new.$$"
+render_plist "$R" >"$new_plist" 2>/dev/null || { rm -f "$new_plist"; fail "cannot write $new_plist (full disk?)"; }
+if grep -q '__LUME_METAL_' "$new_plist"; then rm -f "$new_plist"; fail "LaunchAgent.plist has an unknown token"; fi
+chmod 644 "$new_plist"
+if ! lint=$(plutil -lint "$new_plist" 2>&1); then
+	rm -f "$new_plist"
+	fail "rendered LaunchAgent does not lint: $lint"
+fi
+old_label=""
+[ -z "$cur_sha" ] || old_label=$(label_of "$ROOT/releases/$cur_sha" 2>/dev/null) || old_label=""
+[ "$old_label" != "$label" ] || old_label=""
+backup_of() { printf '%s/plist.%s' "$work" "$1"; }
+for l in $label $old_label; do
+	if [ -f "$AGENTS/$l.plist" ]; then
+		cp -p "$AGENTS/$l.plist" "$(backup_of "$l")" 2>/dev/null ||
+			{ rm -f "$new_plist"; fail "cannot back up $AGENTS/$l.plist (full disk?)"; }
+	fi
+done
+was_loaded=""
+for l in $label $old_label; do
+	if is_loaded "$l"; then was_loaded="$was_loaded $l"; fi
+done
+
+# revert_activation: the links, plists and services as they were before step 8.
+revert_activation() {
+	activating=0
+	if is_loaded "$label"; then launchctl bootout "gui/$uid/$label" >/dev/null 2>&1; fi
+	point_link current "$cur_sha" || reason="$reason; could not restore current"
+	point_link previous "$prev_sha" || reason="$reason; could not restore previous"
+	rm -f "$new_plist"
+	for l in $label $old_label; do
+		if [ -f "$(backup_of "$l")" ]; then
+			mv -f "$(backup_of "$l")" "$AGENTS/$l.plist" || reason="$reason; could not restore $AGENTS/$l.plist"
+		else
+			rm -f "$AGENTS/$l.plist"
+		fi
+	done
+	for l in $was_loaded; do
+		is_loaded "$l" && continue
+		if ! e=$(launchctl bootstrap "gui/$uid" "$AGENTS/$l.plist" 2>&1); then
+			reason="$reason; re-bootstrapping the previous $l failed too: $(printf '%s' "$e" | head -n 1)"
+		fi
+	done
+}
+
+# 8. Activation. Signals wait until the state is consistent again.
+trap '' INT TERM HUP
+activating=1
+for l in $was_loaded; do
+	if ! e=$(launchctl bootout "gui/$uid/$l" 2>&1); then
+		is_loaded "$l" && fail "launchctl bootout gui/$uid/$l failed: $(printf '%s' "$e" | head -n 1)"
+	fi
+done
+if [ "$sha" != "$cur_sha" ]; then
+	point_link previous "$cur_sha" || fail "cannot switch $ROOT/previous"
+	point_link current "$sha" || fail "cannot switch $ROOT/current"
+fi
+mv -f "$new_plist" "$plist" || fail "cannot move the LaunchAgent to $plist"
+[ -z "$old_label" ] || rm -f "$AGENTS/$old_label.plist"
+bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
+if ! e=$(launchctl kickstart -k "gui/$uid/$label" 2>&1); then
+	fail "launchctl kickstart -k gui/$uid/$label: $(printf '%s' "$e" | head -n 1)"
+fi
+activating=0
+new_rel=0
+[ -z "$displaced" ] || rm -rf "$displaced"
+trap 'fail "interrupted"' INT TERM HUP
+
+# 9. Keep current and previous, drop older releases.
+keep_prev=$(link_sha previous)
+for d in "$ROOT/releases"/*; do
+	[ -d "$d" ] || continue
+	n=${d##*/}
+	[ "$n" = "$sha" ] || [ "$n" = "$keep_prev" ] || rm -rf "$d"
+done
+emit installed
+exit 0
