@@ -466,7 +466,8 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		for (ssize_t off = 0; off < n; off += w) {
 			if (!time_left(c) || (w = libssh2_sftp_write(h, buf + off, (size_t)(n - off))) < 0) {
 				rc = lm_err(err, LM_EFAIL, "%s: upload of %s failed: %s", c->where, name,
-				    time_left(c) ? "write error (disk full?)" : "timed out");
+				    time_left(c) ? "write error (the guest's disk is full or its SFTP server died)"
+				    : "timed out (the guest's SFTP server stopped answering)");
 				goto done;
 			}
 			*sent += (uint64_t)w;
@@ -486,6 +487,9 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		rc = lm_err(err, LM_EFAIL, "%s: cannot rename the upload into %s (SFTP error %lu)", c->where, dst,
 		    libssh2_sftp_last_error(sftp));
 done:
+	/* Cleaning up after a dead guest must not take another whole timeout. */
+	if (rc != LM_OK)
+		libssh2_session_set_timeout(c->s, 1000);
 	if (h != NULL)
 		libssh2_sftp_close(h);
 	if (rc != LM_OK && sftp != NULL)

@@ -4,6 +4,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/lm-test.XXXXXX")
 LM=${LM:-$TOP/build/asan/lume-metal}
+export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
 t_cleanups=""
 t_cleanup() { eval "$t_cleanups"; rm -rf "$T"; }
 trap t_cleanup EXIT

@@ -3,6 +3,7 @@
 # The object has every field `lume get --format json` prints, in its order.
 set -eu
 ip=$4
+name=$(printf '%s' "$2" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')
 [ "$ip" = null ] || ip="\"$ip\""
 cat >"$1/$2.json" <<JSON
 {
@@ -16,7 +17,7 @@ cat >"$1/$2.json" <<JSON
   "ipAddress" : $ip,
   "locationName" : "home",
   "memorySize" : 17179869184,
-  "name" : "$2",
+  "name" : "$name",
   "networkMode" : "nat",
   "os" : "macOS",
   "provisioningOperation" : null,
