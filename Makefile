@@ -34,11 +34,15 @@ build/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 
+build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+
 -include shim/shim.mk
 
 lint:
 	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
-	    tests/shim/*.sh tests/sshd.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh scripts/deps.sh scripts/demo
+	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh tests/sshd.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision
 
 test: deps all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 	sh tests/run.sh

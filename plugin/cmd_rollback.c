@@ -1,5 +1,6 @@
 /* lume-metal rollback: back to the previous release, or to stock (--to none). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -9,11 +10,15 @@ cmd_rollback(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_CONN_OPTIONS, {"to", required_argument, NULL, 'T'}, {"image", required_argument, NULL, 'm'},
-		{NULL, 0, NULL, 0},
+		{"target", required_argument, NULL, 't'}, {"payload", required_argument, NULL, 'f'},
+		{"no-probe", no_argument, NULL, 'N'}, {NULL, 0, NULL, 0},
 	};
+	const char *target = "macos", *file = NULL;
 	deploy_opts o = {.to = "previous"};
+	payload_info *info = NULL;
+	char *path = NULL;
 	cli_conn conn;
-	int c, rc;
+	int c, rc, probe = 1;
 
 	cli_conn_init(&conn);
 	while ((c = cli_getopt(argc, argv, "rollback", CLI_CONN_SHORT, opts)) != -1) {
@@ -25,13 +30,26 @@ cmd_rollback(int argc, char **argv)
 		switch (c) {
 		case 'T': o.to = optarg; break;
 		case 'm': o.image = optarg; break;
+		case 't': target = optarg; break;
+		case 'f': file = optarg; break;
+		case 'N': probe = 0; break;
 		default: return EXIT_USAGE;
 		}
 	}
 	if (strcmp(o.to, "previous") != 0 && strcmp(o.to, "none") != 0)
 		return cli_error(EXIT_USAGE, "rollback: --to %s: must be previous or none", o.to);
-	if ((rc = cli_conn_check(&conn, argc - optind, "rollback")) == EXIT_OK)
-		rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_rollback, &o, "rollback");
+	if ((rc = cli_conn_check(&conn, argc - optind, "rollback")) != EXIT_OK)
+		goto done;
+	if (strcmp(o.to, "none") == 0 && probe) {
+		if ((rc = cli_payload(&info, &path, file, target, NULL, "llama-server", conn.state)) != EXIT_OK)
+			goto done;
+		o.payload = path;
+		o.info = info;
+	}
+	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_rollback, &o, "rollback");
+done:
+	payload_info_free(info);
+	free(path);
 	cli_conn_free(&conn);
 	return rc;
 }

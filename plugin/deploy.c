@@ -15,14 +15,14 @@ static const char install_script[] =
     /* uploads of earlier runs that died mid-transfer; a live one is never 10 minutes old */
     "find \"${1%/*}\" -name '.*.part.*' -mmin +10 -exec rm -f {} + 2>/dev/null; exit $rc";
 static const char probe_script[] =
-    "d=$(mktemp -d \"${TMPDIR:-/tmp}/lume-metal-probe.XXXXXX\") || exit 1\n"
-    "trap 'rm -rf \"$d\" \"$1\"' EXIT\n"
-    "tar -xzf \"$1\" -C \"$d\" bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
-    "\"$d/bin/lume-metal-probe\" >\"$d/stock.json\" || exit 1\n"
-    "\"$d/bin/run-with-shim\" \"$d/bin/lume-metal-probe\" --expect \"$d/profile.json\" --stock \"$d/stock.json\" "
-    ">\"$d/shim.json\"; rc=$?\n"
-    "printf '{\"stock\":%s,\"shimmed\":%s,\"pass\":%s}\\n' \"$(cat \"$d/stock.json\")\" "
-    "\"$(cat \"$d/shim.json\")\" \"$([ $rc -eq 0 ] && echo true || echo false)\"\n";
+    "cd \"$1\" || exit 1\n"
+    "trap 'rm -rf \"$1\"' EXIT\n"
+    "tar -xzf payload.tar.gz bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
+    "./bin/lume-metal-probe >stock.json || exit 1\n"
+    "./bin/run-with-shim \"$1/bin/lume-metal-probe\" --expect profile.json --stock stock.json >shim.json; rc=$?\n"
+    "printf '{\"stock\":%s,\"shimmed\":%s,\"pass\":%s}\\n' \"$(cat stock.json)\" \"$(cat shim.json)\" "
+    "\"$([ $rc -eq 0 ] && echo true || echo false)\"\n";
+static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-probe.XXXXXX\"";
 static const char status_script[] =
     "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
     "printf '{\"root\":null,\"current\":null,\"previous\":null,\"releases\":[],\"installed\":false}\\n'";
@@ -110,16 +110,49 @@ add_facts(cJSON *r, const guest_facts *f, cJSON *key)
 	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(key, 1));
 }
 
-/* Uploads the payload into the guest's staging directory as <sha>.tar.gz. */
+/* Runs argv in the guest; *out gets the first line of its stdout (caller frees). */
+static int
+run_line(cJSON *r, ssh_conn *c, const char *const *argv, char **out)
+{
+	char err[LM_ERRLEN];
+	lm_buf cmd = {0};
+	ssh_result res;
+	int rc;
+
+	*out = NULL;
+	rc = ssh_quote_argv(&cmd, argv) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &res, err) : LM_EFAIL;
+	lm_buf_free(&cmd);
+	if (rc == LM_OK && res.exit_code != 0)
+		rc = lm_err(err, LM_EFAIL, "%s %s failed: %.200s", argv[0], argv[1], res.err.data ? res.err.data : "");
+	if (rc == LM_OK && (*out = strndup(res.out.data ? res.out.data : "", res.out.data ? strcspn(res.out.data, "\n")
+	    : 0)) == NULL)
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+	ssh_result_free(&res);
+	if (rc != LM_OK)
+		set_state(r, strstr(err, "timed out") ? "timeout" : "failed", err);
+	return rc;
+}
+
+/* Uploads the payload into dir as name; r gets bytesSent. */
+static int
+upload_to(cJSON *r, ssh_conn *c, const deploy_opts *o, const char *dir, const char *name)
+{
+	char err[LM_ERRLEN];
+	uint64_t sent = 0;
+	int rc = ssh_upload(c, o->payload, dir, name, &sent, err);
+
+	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
+	if (rc != LM_OK)
+		set_state(r, strstr(err, "timed out") ? "timeout" : "failed", err);
+	return rc;
+}
+
+/* Uploads the payload into the guest's staging directory as <sha>.tar.gz; path gets it. */
 static int
 upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *path, size_t plen)
 {
 	static const char *const mk[] = {"mkdir", "-p", "--", GUEST_ROOT "/staging", NULL};
-	char dir[4096], name[80], err[LM_ERRLEN];
-	uint64_t sent = 0;
-	lm_buf cmd = {0};
-	ssh_result res;
-	int rc;
+	char dir[4096], name[80], *ignored;
 
 	snprintf(name, sizeof name, "%s.tar.gz", o->info->sha256);
 	if (lm_fmt(dir, sizeof dir, "%s/Library/Application Support/lume-metal/staging", f->home) < 0 ||
@@ -127,17 +160,10 @@ upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *
 		set_state(r, "failed", "the guest's HOME is too long");
 		return LM_EFAIL;
 	}
-	rc = ssh_quote_argv(&cmd, mk) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &res, err) : LM_EFAIL;
-	lm_buf_free(&cmd);
-	if (rc == LM_OK && res.exit_code != 0)
-		rc = lm_err(err, LM_EFAIL, "cannot create the staging directory: %.200s", res.err.data ? res.err.data : "");
-	ssh_result_free(&res);
-	if (rc == LM_OK)
-		rc = ssh_upload(c, o->payload, dir, name, &sent, err);
-	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
-	if (rc != LM_OK)
-		set_state(r, strstr(err, "timed out") ? "timeout" : "failed", err);
-	return rc;
+	if (run_line(r, c, mk, &ignored) != LM_OK)
+		return LM_EFAIL;
+	free(ignored);
+	return upload_to(r, c, o, dir, name);
 }
 
 static cJSON *
@@ -269,27 +295,27 @@ done:
 	return LM_OK;
 }
 
-int
-deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+/* Uploads the payload to a scratch directory (mktemp -d in the guest) and runs its probe
+ * stock and shimmed there; r gets "stock", "shimmed" and "pass". Nothing is installed and the
+ * scratch directory is removed. */
+static int
+probe_in_guest(cJSON *r, ssh_conn *c, const deploy_opts *o)
 {
-	cJSON *r = result_new(t, "failed"), *res = NULL;
-	guest_facts f = {0};
-	char path[4096], msg[LM_ERRLEN];
-	ssh_conn *c;
-	int code = 0;
+	static const char *const mk[] = {"sh", "-c", scratch_script, NULL};
+	char msg[LM_ERRLEN], *dir = NULL;
+	cJSON *res = NULL;
+	int code = 0, rc = LM_EFAIL;
 
-	(void)err;
-	*out = r;
-	if ((c = connect_vm(r, t, o)) == NULL)
-		return LM_OK;
-	if (guest_facts_read(&f, c, msg) != LM_OK) {
-		set_state(r, "failed", msg);
+	if (run_line(r, c, mk, &dir) != LM_OK)
+		return LM_EFAIL;
+	if (dir[0] != '/') {
+		set_state(r, "failed", "mktemp -d in the guest gave no directory");
 		goto done;
 	}
-	if (upload(r, c, &f, o, path, sizeof path) != LM_OK)
+	if (upload_to(r, c, o, dir, "payload.tar.gz") != LM_OK)
 		goto done;
 	{
-		const char *a[] = {"sh", "-c", probe_script, "sh", path, NULL};
+		const char *a[] = {"sh", "-c", probe_script, "sh", dir, NULL};
 
 		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
 			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
@@ -298,9 +324,30 @@ deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	}
 	cJSON_AddItemToObject(r, "stock", cJSON_DetachItemFromObject(res, "stock"));
 	cJSON_AddItemToObject(r, "shimmed", cJSON_DetachItemFromObject(res, "shimmed"));
-	set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "pass")) ? "probed" : "validation-failed", NULL);
+	cJSON_AddBoolToObject(r, "pass", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "pass")));
 	cJSON_Delete(res);
+	rc = LM_OK;
 done:
+	free(dir);
+	return rc;
+}
+
+int
+deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+{
+	cJSON *r = result_new(t, "failed");
+	guest_facts f = {0};
+	char msg[LM_ERRLEN];
+	ssh_conn *c;
+
+	(void)err;
+	*out = r;
+	if ((c = connect_vm(r, t, o)) == NULL)
+		return LM_OK;
+	if (guest_facts_read(&f, c, msg) != LM_OK)
+		set_state(r, "failed", msg);
+	else if (probe_in_guest(r, c, o) == LM_OK)
+		set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "pass")) ? "probed" : "validation-failed", NULL);
 	guest_facts_clear(&f);
 	ssh_close(c);
 	return LM_OK;
@@ -394,8 +441,19 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 
 		set_state(r, "failed", cJSON_IsString(reason) ? reason->valuestring : "rollback.sh failed");
 	}
+	/* Back to stock: show the stock answers (the probe, unshimmed, in a scratch directory). */
+	if (strcmp(o->to, "none") == 0 && o->payload != NULL &&
+	    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "failed") != 0) {
+		cJSON *p = cJSON_AddObjectToObject(r, "probe");
+
+		if (probe_in_guest(p, c, o) != LM_OK)
+			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
+	}
 	rec = record_new("rollback", t, o);
 	cJSON_AddStringToObject(rec, "to", o->to);
+	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
+		cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(r, "probe"), "stock"), 1));
 	cJSON_AddStringToObject(rec, "result", cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring);
 	if (f.current)
 		cJSON_AddStringToObject(rec, "from", f.current);

@@ -13,7 +13,8 @@ typedef struct {
 	const char *state, *lume;   /* ledger directory; lume binary */
 	ssh_opts ssh;               /* credentials and known hosts; the deadline is set per VM */
 	int timeout_s, wait_s;
-	const char *payload;        /* a verified payload (deploy, probe, rollback's probe) */
+	const char *payload;        /* a verified payload (deploy, probe; rollback --to none probes
+	                             * with it afterwards to show the stock answers, when given) */
 	const payload_info *info;
 	const char *image;          /* --image REF, overriding the guest's image.json */
 	int force, dry_run;

@@ -68,10 +68,13 @@ static const cli_command commands[] = {
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n" CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
-	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n\n"
+	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
+	    "         [--target T | --payload FILE | --no-probe]\n\n"
 	    "previous: the previous release becomes current and its LaunchAgent is bootstrapped.\n"
-	    "none: the service is booted out and everything lume-metal installed is removed.\n"
-	    "The rollback is recorded in the ledger.\n" CONN_FLAGS, NULL},
+	    "none: the service is booted out and everything lume-metal installed is removed; then the\n"
+	    "probe of a payload for --target (default macos) or --payload runs in a scratch directory to\n"
+	    "show the stock answers (--no-probe skips it). The rollback is recorded in the ledger.\n"
+	    CONN_FLAGS, NULL},
 	{"ledger", cmd_ledger, "show or export the results per image version",
 	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n\n"
 	    "show (default) prints every image version's records; export prints CSV with the evidence\n"

@@ -501,6 +501,60 @@ done:
 }
 
 int
+ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name, uint64_t *sent, char *err)
+{
+	LIBSSH2_CHANNEL *ch = NULL;
+	char tmp[4096], dst[4096], buf[32768];
+	const char *mv[] = {"mv", "-f", "--", tmp, dst, NULL};
+	struct stat st;
+	lm_buf cmd = {0};
+	ssh_result r;
+	ssize_t n, w;
+	int fd, rc = LM_OK;
+
+	*sent = 0;
+	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
+	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
+		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+		rc = lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (!time_left(c) || (ch = libssh2_scp_send64(c->s, tmp, 0600, st.st_size, 0, 0)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "%s: cannot start SCP to %s: %s", c->where, tmp,
+		    time_left(c) ? sess_err(c) : "timed out");
+		goto done;
+	}
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t off = 0; off < n; off += w) {
+			if (!time_left(c) || (w = libssh2_channel_write(ch, buf + off, (size_t)(n - off))) < 0) {
+				rc = lm_err(err, LM_EFAIL, "%s: SCP upload of %s failed", c->where, name);
+				goto done;
+			}
+			*sent += (uint64_t)w;
+		}
+	libssh2_channel_send_eof(ch);
+	libssh2_channel_wait_eof(ch);
+	libssh2_channel_close(ch);
+	libssh2_channel_wait_closed(ch);
+	libssh2_channel_free(ch);
+	ch = NULL;
+	if (ssh_quote_argv(&cmd, mv) != LM_OK || (rc = ssh_exec(c, cmd.data, NULL, 0, &r, err)) != LM_OK)
+		goto done;
+	if (r.exit_code != 0)
+		rc = lm_err(err, LM_EFAIL, "%s: cannot rename the upload into %s", c->where, dst);
+	ssh_result_free(&r);
+done:
+	if (ch != NULL)
+		libssh2_channel_free(ch);
+	lm_buf_free(&cmd);
+	close(fd);
+	return rc;
+}
+
+int
 ssh_quote_argv(lm_buf *out, const char *const *argv)
 {
 	int rc = 0;

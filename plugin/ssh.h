@@ -46,9 +46,14 @@ void ssh_result_free(ssh_result *r);
  * not be run, died of a signal, or the channel did not close cleanly. */
 int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
-/* Uploads local to remote_dir/name over SFTP: written under a temporary name, fsynced, then
- * renamed. remote_dir is relative to the guest HOME or absolute. *sent gets the bytes sent. */
+/* Uploads local to remote_dir/name (an absolute path): written under a temporary name
+ * ".NAME.part.PID", then renamed over NAME. *sent gets the bytes sent. SFTP fsyncs the file
+ * (fsync@openssh.com) and renames it atomically (posix-rename@openssh.com); deploy uses it.
+ * SCP has neither, so ssh_upload_scp renames with mv over exec; it is kept for comparison
+ * (scripts/bench-upload). */
 int ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const char *name,
+    uint64_t *sent, char *err);
+int ssh_upload_scp(ssh_conn *c, const char *local, const char *remote_dir, const char *name,
     uint64_t *sent, char *err);
 
 /* Appends argv (NULL-terminated) to out as one POSIX sh command line: every word in single

@@ -1,4 +1,5 @@
 # The CLI skeleton and the build/verify commands, run as a user would.
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 
 check "--help lists every command of the design" sh -c '"$1" --help >"$2" &&
@@ -12,12 +13,12 @@ check_grep "... the same text" '^usage: lume-metal build' "$T/.out"
 check_rc "no command is a usage error" 2 "$LM"
 check_rc "an unknown command is exit 2" 2 "$LM" frobnicate
 check_grep "... with a one-line reason" "^lume-metal: 'frobnicate' is not a lume-metal command" "$T/.out"
-[ "$(wc -l <"$T/.out")" -eq 1 ] && ok "... on one line" || not_ok "... on one line"
+if [ "$(wc -l <"$T/.out")" -eq 1 ]; then ok "... on one line"; else not_ok "... on one line"; fi
 check_rc "an unknown flag is exit 2" 2 "$LM" build --frob
 check_grep "... naming the flag" 'unknown flag or missing value: --frob' "$T/.out"
 check_rc "an unknown top-level flag is exit 2" 2 "$LM" --frob
 check_rc "help of an unknown command is exit 2" 2 "$LM" help frobnicate
-for c in probe deploy status rollback ledger host bench report; do
+for c in bench report; do
 	check_rc "$c is not built yet: exit 2" 2 "$LM" "$c" vm1
 	check_grep "... and says so" "^lume-metal: $c: not built yet" "$T/.out"
 done
@@ -45,6 +46,16 @@ printf '\0' | dd of="$T/t.tar.gz" bs=1 seek=200 conv=notrunc 2>/dev/null
 check_rc "verify refuses a tampered payload with exit 2" 2 "$LM" verify "$T/t.tar.gz"
 check_rc "verify of a missing file is exit 2" 2 "$LM" verify "$T/none.tar.gz"
 check_rc "verify takes exactly one file" 2 "$LM" verify a b
+check_rc "help deploy" 0 "$LM" help deploy
+check_grep "... documents the shared connection flags" '--known-hosts FILE' "$T/.out"
+check_rc "deploy with an unknown flag is exit 2" 2 "$LM" deploy --frob vm
+check_rc "deploy --timeout takes a number" 2 "$LM" deploy --timeout soon vm
+check_grep "... and says so" 'deploy: --timeout soon: not a whole number' "$T/.out"
+check_rc "rollback --to must be previous or none" 2 "$LM" rollback --to yesterday vm
+check_rc "ledger takes show or export" 2 "$LM" ledger frob
+check_rc "an empty ledger shows" 0 "$LM" ledger --state "$T/empty-state"
+check_grep "... that it is empty" '^no ledger records' "$T/.out"
+check_rc "host takes status, enable or disable" 2 "$LM" host frob
 
 mkdir "$T/ro" && chmod 0555 "$T/ro"
 check_rc "an output path in a missing directory is exit 2" 2 "$LM" build --target linux-sim -o "$T/nodir/x.tar.gz"

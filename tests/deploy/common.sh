@@ -29,7 +29,6 @@ lm() {
 	"$LM" "$c" --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
 		--known-hosts "$T/known_hosts" --state "$T/state" "$@"
 }
-LMT="--target linux-sim"
 
 # field NAME FILE: the first string or number value of "NAME" in FILE (one JSON object per line).
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" "$2" | head -n 1; }

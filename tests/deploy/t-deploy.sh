@@ -1,15 +1,22 @@
 # deploy, status, unchanged redeploy, rollback previous and none, the ledger gate and --force,
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 # against real sshd guests named through the simulated lume.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 
 guest tahoe-1 127.0.0.2 || exit 1
-"$LM" build $LMT -o "$T/a.tar.gz" >/dev/null && "$LM" build $LMT --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null && "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 
 check_rc "an unknown host key is refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
 check_grep "... naming its fingerprint" 'unknown host key SHA256:' "$T/.out"
 check "... and nothing reached the guest" test ! -e "$(root tahoe-1)"
+before=$(ls -d /tmp/lume-metal-probe.* 2>/dev/null | wc -l)
+check_rc "probe --accept-new" 0 lm probe tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
+check_grep "... shows stock Apple5 and 32 KiB" '"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
+check_grep "... and shimmed Apple9 and 64 KiB, passing" '"shimmed":\{.*"Apple9":true,"Apple10":false.*"maxThreadgroupMemoryLength":65536.*"pass":true' "$T/.out"
+check "... installs nothing" test ! -e "$(root tahoe-1)"
+check "... and leaves no scratch directory" test "$(ls -d /tmp/lume-metal-probe.* 2>/dev/null | wc -l)" -eq "$before"
 check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/deploy1"
 check_grep "... is deployed" '"state":"deployed"' "$T/deploy1"
@@ -32,10 +39,12 @@ check "... becomes current, the first previous" test "$(readlink "$(root tahoe-1
 check_rc "rollback (previous)" 0 lm rollback tahoe-1
 check_grep "... rolled back" 'rolled-back' "$T/.out"
 check "... the first payload is current again" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
-check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none
+check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none --target linux-sim --json
+check_grep "... then probes and shows the stock answers" '"probe":\{.*"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
+check "... leaving nothing of lume-metal behind" test ! -e "$(root tahoe-1)"
 check "... removes releases, current and previous" sh -c '! ls -A "$1" | grep -Eq "releases|current|previous"' - "$(root tahoe-1)"
 check "... and the LaunchAgent" test ! -e "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
-check_rc "rollback with nothing installed" 0 lm rollback tahoe-1 --to none
+check_rc "rollback with nothing installed" 0 lm rollback tahoe-1 --to none --no-probe
 check_grep "... has nothing to do" 'nothing to roll back' "$T/.out"
 
 check_rc "ledger show" 0 "$LM" ledger --state "$T/state" show
@@ -68,7 +77,7 @@ check "... and changes nothing" test "$(readlink "$(root tahoe-bad)/current")" =
 # Lume states.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-off stopped null null
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-noip running null null
-check_rc "a stopped VM is exit 1" 1 lm deploy tahoe-off $LMT
+check_rc "a stopped VM is exit 1" 1 lm deploy tahoe-off --target linux-sim
 check_grep "... with a hint to lume run" 'VM tahoe-off is stopped; start it with `lume run tahoe-off --no-display`' "$T/.out"
 check_rc "a VM with no IP is exit 1" 1 lm status tahoe-noip
 check_grep "... saying so" 'has no IP address yet' "$T/.out"

@@ -1,9 +1,10 @@
 # Host keys, authentication, and guests that cannot be reached or never answer.
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 
 guest tahoe-k 127.0.0.4 || exit 1
-"$LM" build $LMT -o "$T/a.tar.gz" >/dev/null
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null
 check_rc "first contact with --accept-new" 0 lm status tahoe-k --accept-new
 old=$(ssh-keygen -lf "$T/g/tahoe-k/host_ed25519.pub" | awk '{print $2}')
 stop_guest tahoe-k
@@ -32,11 +33,13 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 	printf '%s\n' "$pw" >"$T/pwfile"
 	( while :; do ps -eo args >>"$T/ps.log" 2>/dev/null; sleep 0.05; done ) &
 	watcher=$!
-	"$LM" deploy --host "$U@127.0.0.5:$PORT" $LMT --password-file "$T/pwfile" --known-hosts "$T/kh3" \
+	"$LM" deploy --host "$U@127.0.0.5:$PORT" --target linux-sim --password-file "$T/pwfile" --known-hosts "$T/kh3" \
 		--accept-new --state "$T/state" --json >"$T/pw.out" 2>&1
 	rc=$?
 	kill "$watcher" 2>/dev/null
-	[ "$rc" -eq 0 ] && ok "password auth from --password-file deploys" || { not_ok "password auth from --password-file deploys"; sed 's/^/#   /' "$T/pw.out"; }
+	if [ "$rc" -eq 0 ]; then ok "password auth from --password-file deploys"; else
+		not_ok "password auth from --password-file deploys"; sed 's/^/#   /' "$T/pw.out"
+	fi
 	check_grep "... as deployed" '"state":"deployed"' "$T/pw.out"
 	check "... and the password is in no ps output" sh -c '! grep -qF -- "$1" "$2"' - "$pw" "$T/ps.log"
 	check "... nor in the output, the ledger or the guest" sh -c '! grep -rqF -- "$1" "$2/pw.out" "$2/state" "$2/g/pw/home" "$2/g/pw/sshd.log"' - "$pw" "$T"
@@ -63,7 +66,7 @@ start=$(date +%s)
 check_rc "a hung guest fails" 1 "$LM" status --host "$ME@127.0.0.6:$PORT" --timeout 2 --known-hosts "$T/kh" --state "$T/state" --json
 check_grep "... as a timeout" '"state":"timeout"' "$T/.out"
 el=$(($(date +%s) - start))
-[ "$el" -le 6 ] && ok "... within the timeout (${el}s for --timeout 2)" || not_ok "... within the timeout (${el}s for --timeout 2)"
+if [ "$el" -le 6 ]; then ok "... within the timeout (${el}s for --timeout 2)"; else not_ok "... within the timeout (${el}s for --timeout 2)"; fi
 check_rc "a closed port" 1 "$LM" status --host "$ME@127.0.0.7:$PORT" --known-hosts "$T/kh" --state "$T/state" --json
 check_grep "... is unreachable" '"state":"unreachable"' "$T/.out"
 check_rc "a bad --host is a usage error" 2 "$LM" status --host "a@b:99999" --state "$T/state"

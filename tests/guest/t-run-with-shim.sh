@@ -28,6 +28,11 @@ else
 fi
 if grep -q '^LUME_METAL_PRELOAD_' "$T/env"; then not_ok "the bookkeeping keys are not exported"; else ok "the bookkeeping keys are not exported"; fi
 check "nothing went to the session (no launchctl setenv)" test ! -e "$LUME_METAL_SIM_DIR/launchd/setenv.log"
+check "LUME_METAL_PROCESSES is the command's own name, whatever the caller had" grep -qx 'LUME_METAL_PROCESSES=env' "$T/env"
+"$REL/bin/run-with-shim" "$REL/bin/lume-metal-probe" >"$T/probe-self.json" 2>/dev/null
+check "the command itself is shimmed" grep -q '"active":true.*"processes":\["lume-metal-probe"\]' "$T/probe-self.json"
+"$REL/bin/run-with-shim" sh -c '"$1"' sh "$REL/bin/lume-metal-probe" >"$T/probe-child.json" 2>/dev/null
+check "a process it starts stays stock" grep -q '"Apple6":false.*"maxThreadgroupMemoryLength":32768.*"active":false' "$T/probe-child.json"
 "$REL/bin/run-with-shim" sh -c 'exit 7' 2>/dev/null
 is_eq "the command's exit status passes through" $? 7
 "$REL/bin/run-with-shim" sh -c 'printf "%s|%s\n" "$1" "$2"' sh 'a b' '$(x)' >"$T/args" 2>/dev/null

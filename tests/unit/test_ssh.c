@@ -165,6 +165,9 @@ main(void)
 			UNIT_OK(run("cmp %s/blob '%s/home/staging dir/pay load.tar.gz'", dir) == 0, "... which arrives intact");
 			UNIT_OK(run("test -z \"$(ls -A '%s/home/staging dir' | grep part)\"", dir) == 0,
 			    "... with no temporary file left");
+			rc = ssh_upload_scp(c, local, rdir, "by scp.bin", &sent, err);
+			UNIT_OK(rc == LM_OK && sent == 1048576, "SCP upload sends 1 MiB %s", rc ? err : "");
+			UNIT_OK(run("cmp %s/blob '%s/home/staging dir/by scp.bin'", dir) == 0, "... which arrives intact");
 			snprintf(rdir, sizeof rdir, "%s/home/no such dir", dir);
 			rc = ssh_upload(c, local, rdir, "x", &sent, err);
 			UNIT_OK(rc == LM_EFAIL, "an upload into a missing directory fails");
