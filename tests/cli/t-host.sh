@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091 # sourced lib
+# shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
 # host status/enable/disable against the simulated defaults(1), and the VMs it says to restart.
 . "$(dirname "$0")/../lib.sh"
 HOME=$T/home

@@ -11,12 +11,12 @@ A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 check_rc "an unknown host key is refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
 check_grep "... naming its fingerprint" 'unknown host key SHA256:' "$T/.out"
 check "... and nothing reached the guest" test ! -e "$(root tahoe-1)"
-before=$(ls -d /tmp/lume-metal-probe.* 2>/dev/null | wc -l)
+before=$(find /tmp -maxdepth 1 -name "lume-metal-probe.*" | wc -l)
 check_rc "probe --accept-new" 0 lm probe tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 check_grep "... shows stock Apple5 and 32 KiB" '"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check_grep "... and shimmed Apple9 and 64 KiB, passing" '"shimmed":\{.*"Apple9":true,"Apple10":false.*"maxThreadgroupMemoryLength":65536.*"pass":true' "$T/.out"
 check "... installs nothing" test ! -e "$(root tahoe-1)"
-check "... and leaves no scratch directory" test "$(ls -d /tmp/lume-metal-probe.* 2>/dev/null | wc -l)" -eq "$before"
+check "... and leaves no scratch directory" test "$(find /tmp -maxdepth 1 -name "lume-metal-probe.*" | wc -l)" -eq "$before"
 check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/deploy1"
 check_grep "... is deployed" '"state":"deployed"' "$T/deploy1"
