@@ -482,6 +482,9 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		goto done;
 	}
 	h = NULL;
+	/* SFTP v3 (OpenSSH) renames only onto a free name, and libssh2 1.10 has no posix-rename:
+	 * a stale copy of this very upload is removed first. */
+	libssh2_sftp_unlink(sftp, dst);
 	if (libssh2_sftp_rename_ex(sftp, tmp, (unsigned)strlen(tmp), dst, (unsigned)strlen(dst),
 	    LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE) != 0)
 		rc = lm_err(err, LM_EFAIL, "%s: cannot rename the upload into %s (SFTP error %lu)", c->where, dst,

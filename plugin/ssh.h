@@ -48,7 +48,8 @@ int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_res
 
 /* Uploads local to remote_dir/name (an absolute path): written under a temporary name
  * ".NAME.part.PID", then renamed over NAME. *sent gets the bytes sent. SFTP fsyncs the file
- * (fsync@openssh.com) and renames it atomically (posix-rename@openssh.com); deploy uses it.
+ * (fsync@openssh.com) and renames it (an existing NAME, a stale copy of the same upload, is
+ * unlinked first: OpenSSH's SFTP v3 rename never replaces); deploy uses it.
  * SCP has neither, so ssh_upload_scp renames with mv over exec; it is kept for comparison
  * (scripts/bench-upload). */
 int ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const char *name,

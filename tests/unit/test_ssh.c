@@ -163,6 +163,8 @@ main(void)
 			rc = ssh_upload(c, local, rdir, "pay load.tar.gz", &sent, err);
 			UNIT_OK(rc == LM_OK && sent == 1048576, "SFTP upload sends 1 MiB %s", rc ? err : "");
 			UNIT_OK(run("cmp %s/blob '%s/home/staging dir/pay load.tar.gz'", dir) == 0, "... which arrives intact");
+			rc = ssh_upload(c, local, rdir, "pay load.tar.gz", &sent, err);
+			UNIT_OK(rc == LM_OK, "uploading it again replaces the stale copy %s", rc ? err : "");
 			UNIT_OK(run("test -z \"$(ls -A '%s/home/staging dir' | grep part)\"", dir) == 0,
 			    "... with no temporary file left");
 			rc = ssh_upload_scp(c, local, rdir, "by scp.bin", &sent, err);
