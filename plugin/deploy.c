@@ -11,7 +11,7 @@
 
 /* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
 static const char install_script[] =
-    "tar -xzOf \"$1\" bin/install.sh | sh -s -- --payload \"$1\" --sha256 \"$2\"; rc=$?; rm -f \"$1\"\n"
+    "tar -xzOf \"$1\" bin/common.sh bin/install.sh | sh -s -- --payload \"$1\" --sha256 \"$2\"; rc=$?; rm -f \"$1\"\n"
     /* uploads of earlier runs that died mid-transfer; a live one is never 10 minutes old */
     "find \"${1%/*}\" -name '.*.part.*' -mmin +10 -exec rm -f {} + 2>/dev/null; exit $rc";
 static const char probe_script[] =

@@ -41,9 +41,13 @@ static const target targets[] = {
 		{"libMetal.so", "lib/libMetal.so"}}},
 };
 
-static const char *const scripts[][2] = {
-	{"install.sh", "bin/install.sh"}, {"rollback.sh", "bin/rollback.sh"},
-	{"status.sh", "bin/status.sh"}, {"run-with-shim", "bin/run-with-shim"},
+static const struct {
+	const char *src, *dst;
+	unsigned mode;
+} scripts[] = {
+	{"common.sh", "bin/common.sh", 0644}, /* sourced by the others, never run */
+	{"install.sh", "bin/install.sh", 0755}, {"rollback.sh", "bin/rollback.sh", 0755},
+	{"status.sh", "bin/status.sh", 0755}, {"run-with-shim", "bin/run-with-shim", 0755},
 };
 
 static void
@@ -249,7 +253,7 @@ collect(pfiles *fs, const payload_build_opts *o, const target *t, const manifest
 	int rc;
 
 	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++)
-		if ((rc = add_disk(fs, o->datadir, "guest-payload", scripts[i][0], scripts[i][1], 0755,
+		if ((rc = add_disk(fs, o->datadir, "guest-payload", scripts[i].src, scripts[i].dst, scripts[i].mode,
 		    "the guest scripts", err)) != LM_OK)
 			return rc;
 	for (size_t i = 0; i < 3 && t->bins[i][0] != NULL; i++)

@@ -79,11 +79,11 @@ run() {
 	RC=$?
 }
 # install OUT FILE SHA [install options]: runs the payload's own install.sh the way deploy
-# does (the script also stays in $T/.install.sh).
+# does: common.sh and install.sh read as one script (it also stays in $T/.install.sh).
 install() {
 	i_out=$1 i_file=$2 i_sha=$3
 	shift 3
-	tar -xzOf "$i_file" bin/install.sh >"$T/.install.sh" || { not_ok "bin/install.sh from $i_file"; return 1; }
+	tar -xzOf "$i_file" bin/common.sh bin/install.sh >"$T/.install.sh" || { not_ok "bin/install.sh from $i_file"; return 1; }
 	run "$i_out" dash "$T/.install.sh" --payload "$i_file" --sha256 "$i_sha" "$@"
 }
 # install_from SCRIPT OUT FILE SHA [install options]: a known-good install.sh on another payload

@@ -1,25 +1,24 @@
 #!/bin/sh
 # shellcheck disable=SC1091 # lib.sh is sourced by path
-# Static checks of the guest scripts: the shared block is the same in all three, they parse as
+# Static checks of the guest scripts: the three load common.sh, they parse as
 # POSIX sh, use nothing a stock macOS lacks or GNU alone has, never eval or source what they
 # read, never `ln -sfn`, never `launchctl setenv`. (shellcheck runs in `make lint`.)
 . "$(dirname "$0")/../lib.sh"
 P=$TOP/guest-payload
 
-common() { awk '/^# ---- common: keep this block identical/ { p = 1 } p { print } /^# ---- end of common block ----$/ { exit }' "$1"; }
-common "$P/install.sh" >"$T/c.install"
-check "install.sh has the common block" test -s "$T/c.install"
-for s in rollback.sh status.sh; do
-	common "$P/$s" >"$T/c.$s"
-	check "the common block of $s is the one in install.sh" diff -u "$T/c.install" "$T/c.$s"
+for s in install.sh rollback.sh status.sh; do
+	check_grep "$s loads the shared helpers from common.sh" '^\[ -n "\$\{LM_COMMON_LOADED:-\}" \] \|\| \. "\$\(dirname "\$0"\)/common\.sh" \|\| exit 2$' "$P/$s"
 done
+check "common.sh parses under dash -n" dash -n "$P/common.sh"
 
-for s in install.sh rollback.sh status.sh run-with-shim; do
+for s in common.sh install.sh rollback.sh status.sh run-with-shim; do
 	check "$s parses under dash -n" dash -n "$P/$s"
 	head -n 1 "$P/$s" >"$T/shebang"
 	check_grep "$s is a #!/bin/sh script" '^#!/bin/sh$' "$T/shebang"
 	# Comments are stripped so the prose may name what the code must not do.
-	sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[[:space:]].*//' "$P/$s" >"$T/code"
+	# The one file a script may source is its own release's common.sh.
+	sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[[:space:]].*//' \
+		-e '/^\[ -n "\${LM_COMMON_LOADED:-}" \] || \. "\$(dirname "\$0")\/common\.sh" || exit 2$/d' "$P/$s" >"$T/code"
 	for bad in 'ln -s[a-z]*f' 'eval ' '^[[:space:]]*\. ' '(^|[;&|[:space:]])source ' 'launchctl setenv' \
 		'sed -i' 'readlink -[a-z]' 'stat -c' '-printf' 'sha256sum' 'xmllint' 'mktemp --' 'sort -V' \
 		'grep -P' '(^|[[:space:]])\[\[[[:space:]]' '(^|[[:space:]])local ' 'tar [^|]*--' 'tar .*-C ' 'echo -[ne]' 'xargs -0' \

@@ -178,7 +178,7 @@ main(void)
 	if (mkdtemp(dir) == NULL)
 		return 2;
 	sh("mkdir -p %s/tree/guest-payload %s/tree/build/linux && cp -r " LM_DATADIR "/manifests %s/tree/", dir);
-	sh("cd %s/tree && for f in install.sh rollback.sh status.sh run-with-shim; do printf '#!/bin/sh\\necho %%s\\n' $f "
+	sh("cd %s/tree && for f in common.sh install.sh rollback.sh status.sh run-with-shim; do printf '#!/bin/sh\\necho %%s\\n' $f "
 	    "> guest-payload/$f; done && for f in liblumemetal.so libMetal.so lume-metal-probe; do "
 	    "head -c 3000 /dev/urandom > build/linux/$f; done", dir);
 	snprintf(tree, sizeof tree, "%s/tree", dir);
@@ -187,7 +187,7 @@ main(void)
 	snprintf(good, sizeof good, "%s/good.tar.gz", dir);
 	o.out = good;
 	rc = payload_build(&a, &o, err);
-	UNIT_OK(rc == LM_OK && a->nfiles == 12 && a->placeholders == 0, "build writes a 12-file payload %s", rc ? err : "");
+	UNIT_OK(rc == LM_OK && a->nfiles == 13 && a->placeholders == 0, "build writes a 13-file payload %s", rc ? err : "");
 	snprintf(second, sizeof second, "%s/again.tar.gz", dir);
 	o.out = second;
 	rc = payload_build(&b, &o, err);
@@ -220,7 +220,7 @@ main(void)
 		}
 		UNIT_OK(archive_format(r) == ARCHIVE_FORMAT_TAR_USTAR, "entries are plain ustar (no pax extras)");
 		archive_read_free(r);
-		UNIT_OK(n == 16 && sorted, "16 entries (12 files, MANIFEST.json, SHA256SUMS, 2 dirs), sorted");
+		UNIT_OK(n == 17 && sorted, "17 entries (13 files, MANIFEST.json, SHA256SUMS, 2 dirs), sorted");
 		UNIT_OK(owned && timed, "uid/gid 0, fixed mtime, no atime or ctime");
 	}
 	payload_info_free(a);

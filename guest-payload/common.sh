@@ -1,0 +1,169 @@
+#!/bin/sh
+# shellcheck disable=SC2034,SC2154,SC2317 # variables shared with (and set by) the scripts that load it; traps call some helpers
+# common.sh: the helpers install.sh, rollback.sh and status.sh share (JSON output, KEY=VALUE
+# reading, the layout, the link switch, the lock). Loaded by `. "$(dirname "$0")/common.sh"`,
+# or read first in the same `sh -s` when deploy pipes `tar -xzOf PAYLOAD bin/common.sh
+# bin/install.sh` (the archive lists it first). It is one of the payload's checksummed files.
+HOME=${HOME:-}
+nl='
+'
+tab=$(printf '\t')
+cr=$(printf '\r')
+LC_ALL=C
+export LC_ALL
+umask 022
+say() { printf 'lume-metal: %s\n' "$*" >&2; }
+# jstr S: S as a JSON string (control characters other than tab, CR and LF are dropped).
+# Plain printable text, the common case, costs no process.
+jstr() {
+	case $1 in
+	*[\\\"]* | *[![:print:]]*) ;;
+	*) printf '"%s"' "$1"; return 0 ;;
+	esac
+	printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\010\013\014\016-\037' |
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e "s/$tab/\\\\t/g" -e "s/$cr/\\\\r/g" |
+		awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')"
+}
+# jopt S: S as a JSON string, or null when empty.
+jopt() { if [ -n "$1" ]; then jstr "$1"; else printf null; fi; }
+# jlines: the non-empty lines of stdin as a JSON array of strings.
+jlines() {
+	first=1
+	printf '['
+	while IFS= read -r l || [ -n "$l" ]; do
+		[ -n "$l" ] || continue
+		[ "$first" -eq 1 ] || printf ','
+		first=0
+		jstr "$l"
+	done
+	printf ']'
+}
+# jfile FILE: the JSON object in FILE on one line, or null.
+jfile() {
+	[ -s "$1" ] || { printf null; return 0; }
+	j=$(tr '\n\r' '  ' <"$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	case $j in '{'*'}') printf '%s' "$j" ;; *) printf null ;; esac
+}
+# env_get FILE KEY: the value of KEY in a KEY=VALUE file; fails when absent or malformed.
+env_get() {
+	[ -f "$1" ] || return 1
+	while IFS='=' read -r k v || [ -n "$k" ]; do
+		[ "$k" = "$2" ] || continue
+		case $v in *[!A-Za-z0-9_.,:/+@-]*) return 1 ;; esac
+		printf '%s\n' "$v"
+		return 0
+	done <"$1"
+	return 1
+}
+# label_of RELEASE_DIR: the LaunchAgent label of a release, checked.
+label_of() {
+	l=$(env_get "$1/payload.env" LUME_METAL_LABEL) || return 1
+	case $l in '' | *[!A-Za-z0-9._-]* | .*) return 1 ;; esac
+	printf '%s\n' "$l"
+}
+home_ok() {
+	case $HOME in
+	/*) ;;
+	*) return 1 ;;
+	esac
+	case $HOME in *"$nl"* | *__LUME_METAL_*) return 1 ;; esac
+	return 0
+}
+os=""
+ROOT="$HOME/Library/Application Support/lume-metal"
+AGENTS="$HOME/Library/LaunchAgents"
+LOGS="$HOME/Library/Logs/lume-metal"
+# link_sha NAME: the release sha ROOT/NAME points at (releases/<sha>), or nothing.
+link_sha() {
+	[ -L "$ROOT/$1" ] || return 0
+	t=$(readlink "$ROOT/$1") || return 0
+	s=${t#releases/}
+	[ "$s" != "$t" ] || return 0
+	case $s in *[!0-9a-f]* | '') return 0 ;; esac
+	[ ${#s} -ne 64 ] || printf '%s\n' "$s"
+}
+# mv_link TMP DEST: renames the link TMP over the link DEST without following DEST (BSD mv -h,
+# GNU mv -T): a plain mv would move TMP into the directory DEST points at.
+mv_link() {
+	[ -n "$os" ] || os=$(uname -s)
+	case $os in
+	Darwin | *BSD | DragonFly) mv -f -h "$1" "$2" ;;
+	*) mv -f -T "$1" "$2" ;;
+	esac
+}
+# point_link NAME SHA: ROOT/NAME -> releases/SHA by rename of a temporary link; no SHA removes it.
+point_link() {
+	if [ -z "$2" ]; then
+		rm -f "$ROOT/$1"
+		return
+	fi
+	[ "$(link_sha "$1")" != "$2" ] || return 0
+	tmp="$ROOT/.$1.tmp.$$"
+	rm -f "$tmp"
+	ln -s "releases/$2" "$tmp" || return 1
+	mv_link "$tmp" "$ROOT/$1" || { rm -f "$tmp"; return 1; }
+}
+is_loaded() { launchctl print "gui/$uid/$1" >/dev/null 2>&1; }
+# bootstrap_agent PLIST LABEL: launchctl bootstrap into gui/<uid>; on failure b_err says why.
+# launchd finishes a boot-out asynchronously, so a label still loaded gets one more try.
+bootstrap_agent() {
+	b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
+	if is_loaded "$2"; then
+		sleep 1
+		b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
+		b_err="$(printf '%s\n' "$b_err" | head -n 1) (gui/$uid/$2 is still loaded; its boot-out did not take effect)"
+		return 1
+	fi
+	b_err=$(printf '%s\n' "$b_err" | head -n 1)
+	return 1
+}
+# release_drift DIR: prints the files of a release that no longer match SHA256SUMS, are
+# missing, or are not listed there; fails when there is any.
+release_drift() {
+	[ -d "$1" ] || { echo "(release directory missing)"; return 1; }
+	[ -f "$1/SHA256SUMS" ] || { echo SHA256SUMS; return 1; }
+	d_out=$(
+		cd "$1" || exit
+		shasum -a 256 -c SHA256SUMS 2>/dev/null | sed -n 's/: FAILED.*$//p'
+		{
+			sed -n 's/^[0-9a-f]\{64\} [ *]/L /p' SHA256SUMS
+			find . ! -type d | sed 's|^\./|F |'
+			find . -type l | sed 's|^\./|S |'
+		} | awk '$1 == "L" { l[substr($0, 3)] = 1; next }
+			$1 == "S" || (substr($0, 3) != "SHA256SUMS" && !(substr($0, 3) in l)) { print substr($0, 3) }' | sort -u
+	)
+	[ -n "$d_out" ] || return 0
+	printf '%s\n' "$d_out"
+	return 1
+}
+# sed_repl S: sets e_out to S XML-escaped (& < >) and then escaped for a sed replacement
+# (\ & |); plain text costs no process.
+sed_repl() {
+	case $1 in
+	*[\&\<\>\\\|]*)
+		e_out=$(printf '%s\n' "$1" | sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/[\\&|]/\\&/g')
+		;;
+	*) e_out=$1 ;;
+	esac
+}
+# render_plist RELEASE_DIR: the release's LaunchAgent on stdout, tokens replaced (XML-escaped).
+render_plist() {
+	sed_repl "$HOME"
+	r_home=$e_out
+	sed_repl "$1"
+	sed -e "s|__LUME_METAL_RELEASE__|$e_out|g" -e "s|__LUME_METAL_HOME__|$r_home|g" "$1/LaunchAgent.plist"
+}
+lock() {
+	if mkdir "$ROOT/.lock" 2>/dev/null; then
+		echo $$ >"$ROOT/.lock/pid" 2>/dev/null
+		return 0
+	fi
+	p=$(cat "$ROOT/.lock/pid" 2>/dev/null)
+	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
+		rm -rf "$ROOT/.lock"
+		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; return 0; }
+	fi
+	return 1
+}
+unlock() { rm -rf "$ROOT/.lock"; }
+LM_COMMON_LOADED=1
