@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091 # lib.sh is sourced by path
+# shellcheck disable=SC1091,SC2016 # lib.sh is sourced by path; the $ in patterns is literal
 # Static checks of the guest scripts: the three load common.sh, they parse as
 # POSIX sh, use nothing a stock macOS lacks or GNU alone has, never eval or source what they
 # read, never `ln -sfn`, never `launchctl setenv`. (shellcheck runs in `make lint`.)
