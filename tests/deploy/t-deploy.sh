@@ -74,6 +74,20 @@ check_rc "a dry run of a new payload" 0 lm deploy tahoe-bad --payload "$T/b.tar.
 check_grep "... prints the plan" '"plan":\["upload' "$T/.out"
 check "... and changes nothing" test "$(readlink "$(root tahoe-bad)/current")" = "releases/$A"
 
+sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-off stopped null null
+# The pre-provisioning hook: waits for SSH, deploys, and says whether the VM may be used.
+check_rc "lume-preprovision on a good VM exits 0" 0 env LUME_METAL="$LM" WAIT=5 sh "$TOP/scripts/lume-preprovision" tahoe-1 \
+	--lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" \
+	--state "$T/state" --payload "$T/a.tar.gz"
+check_grep "... and says it is ready" 'tahoe-1 is ready with the shim active' "$T/.out"
+check_rc "lume-preprovision on a VM whose host key is unknown exits 3" 3 env LUME_METAL="$LM" WAIT=5 sh "$TOP/scripts/lume-preprovision" \
+	tahoe-1 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/no_known_hosts" \
+	--state "$T/state" --payload "$T/a.tar.gz"
+check_grep "... and says not to hand it to a workload" 'tahoe-1 refused by a gate; do not hand it to a workload' "$T/.out"
+check_rc "lume-preprovision on a stopped VM exits 1 after waiting" 1 env LUME_METAL="$LM" WAIT=1 sh "$TOP/scripts/lume-preprovision" \
+	tahoe-off --lume "$TOP/tests/lume-sim/lume" --state "$T/state" --payload "$T/a.tar.gz"
+check_grep "... saying it must not be used" 'tahoe-off must not be used' "$T/.out"
+
 # Lume states.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-off stopped null null
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-noip running null null
