@@ -166,4 +166,43 @@ lock() {
 	return 1
 }
 unlock() { rm -rf "$ROOT/.lock"; }
+# backup_of LABEL: where save_agents keeps a copy of LABEL's LaunchAgent (under $work).
+backup_of() { printf '%s/plist.%s' "$work" "$1"; }
+# save_agents LABEL...: copies the installed LaunchAgents of LABEL... under $work and notes in
+# $was_loaded which of them are loaded, so restore_agents can put them back; a copy that
+# cannot be made is a failure (full disk) before anything changed.
+save_agents() {
+	for l in "$@"; do
+		if [ -f "$AGENTS/$l.plist" ]; then
+			cp -p "$AGENTS/$l.plist" "$(backup_of "$l")" 2>/dev/null ||
+				{ rm -f "$new_plist"; fail "cannot back up $AGENTS/$l.plist (full disk?)"; }
+		fi
+	done
+	was_loaded=""
+	for l in "$@"; do
+		if is_loaded "$l"; then was_loaded="$was_loaded $l"; fi
+	done
+}
+# restore_agents LABEL...: undoes an activation: boots $label out, points current and previous
+# back at $cur_sha and $prev_sha, puts the saved LaunchAgents back and bootstraps again what
+# was loaded. What cannot be undone is added to $reason.
+restore_agents() {
+	if is_loaded "$label"; then launchctl bootout "gui/$uid/$label" >/dev/null 2>&1; fi
+	point_link current "$cur_sha" || reason="$reason; could not restore current"
+	point_link previous "$prev_sha" || reason="$reason; could not restore previous"
+	rm -f "$new_plist"
+	for l in "$@"; do
+		if [ -f "$(backup_of "$l")" ]; then
+			mv -f "$(backup_of "$l")" "$AGENTS/$l.plist" || reason="$reason; could not restore $AGENTS/$l.plist"
+		else
+			rm -f "$AGENTS/$l.plist"
+		fi
+	done
+	for l in $was_loaded; do
+		is_loaded "$l" && continue
+		if ! e=$(launchctl bootstrap "gui/$uid" "$AGENTS/$l.plist" 2>&1); then
+			reason="$reason; re-bootstrapping $l failed too: $(printf '%s' "$e" | head -n 1)"
+		fi
+	done
+}
 LM_COMMON_LOADED=1

@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2154,SC2317 # common.sh (loaded by path) sets shared variables; traps call some functions
+# shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
 # rollback.sh [previous|none]
 #
 # previous (the default): makes the previous release current again, renders its LaunchAgent,
@@ -166,37 +166,11 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	rm -f "$new_plist"
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
-backup_of() { printf '%s/plist.%s' "$work" "$1"; }
-for l in $label $old_label; do
-	if [ -f "$AGENTS/$l.plist" ]; then
-		cp -p "$AGENTS/$l.plist" "$(backup_of "$l")" 2>/dev/null ||
-			{ rm -f "$new_plist"; fail "cannot back up $AGENTS/$l.plist (full disk?)"; }
-	fi
-done
-was_loaded=""
-for l in $label $old_label; do
-	if is_loaded "$l"; then was_loaded="$was_loaded $l"; fi
-done
+save_agents "$label" ${old_label:+"$old_label"}
 
 revert_activation() {
 	activating=0
-	if is_loaded "$label"; then launchctl bootout "gui/$uid/$label" >/dev/null 2>&1; fi
-	point_link current "$cur_sha" || reason="$reason; could not restore current"
-	point_link previous "$prev_sha" || reason="$reason; could not restore previous"
-	rm -f "$new_plist"
-	for l in $label $old_label; do
-		if [ -f "$(backup_of "$l")" ]; then
-			mv -f "$(backup_of "$l")" "$AGENTS/$l.plist" || reason="$reason; could not restore $AGENTS/$l.plist"
-		else
-			rm -f "$AGENTS/$l.plist"
-		fi
-	done
-	for l in $was_loaded; do
-		is_loaded "$l" && continue
-		if ! e=$(launchctl bootstrap "gui/$uid" "$AGENTS/$l.plist" 2>&1); then
-			reason="$reason; re-bootstrapping $l failed too: $(printf '%s' "$e" | head -n 1)"
-		fi
-	done
+	restore_agents "$label" ${old_label:+"$old_label"}
 	booted=""
 }
 
