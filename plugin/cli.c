@@ -108,6 +108,8 @@ cli_conn_init(cli_conn *c)
 	c->timeout_s = 120;
 	c->parallel = 32;
 	c->port = 22;
+	c->target = "macos";
+	c->workload = "llama-server";
 }
 
 static int
@@ -151,6 +153,10 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1011: c->all = 1; return 1;
 	case 1012: c->ssh.lume_default_password = 1; return 1;
 	case 1013: return number(arg, "--port", cmd, 1, 65535, &c->port);
+	case 1020: c->target = arg; return 1;
+	case 1021: c->profile = arg; return 1;
+	case 1022: c->workload = arg; return 1;
+	case 1023: c->payload_file = arg; return 1;
 	}
 	return 0;
 }
@@ -173,6 +179,10 @@ cli_conn_free(cli_conn *c)
 {
 	free(c->hosts);
 	c->hosts = NULL;
+	payload_info_free(c->info);
+	c->info = NULL;
+	free(c->payload);
+	c->payload = NULL;
 }
 
 typedef struct {
@@ -348,10 +358,14 @@ done:
 }
 
 int
-cli_payload(payload_info **info, char **path, const char *file, const char *target, const char *profile,
-    const char *workload, const char *state)
+cli_conn_payload(cli_conn *c, deploy_opts *o)
 {
-	payload_build_opts b = {.datadir = cli_datadir(), .target = target, .profile = profile, .workload = workload};
+	payload_build_opts b = {.datadir = cli_datadir(), .target = c->target, .profile = c->profile,
+		.workload = c->workload};
+	payload_info **info = &c->info;
+	char **path = &c->payload;
+	const char *file = c->payload_file, *state = c->state, *target = c->target, *profile = c->profile,
+		*workload = c->workload;
 	char err[LM_ERRLEN], dir[4096], out[4400];
 	int rc;
 
@@ -379,5 +393,7 @@ cli_payload(payload_info **info, char **path, const char *file, const char *targ
 	if ((*info)->placeholders > 0)
 		return cli_error(EXIT_REFUSED, "%s: holds %d placeholder file(s); it cannot be deployed", *path,
 		    (*info)->placeholders);
+	o->payload = *path;
+	o->info = *info;
 	return EXIT_OK;
 }

@@ -49,6 +49,10 @@ typedef struct {
 	const char **hosts;    /* --host values */
 	size_t nhosts;
 	int timeout_s, parallel, json, all, wait_s, port;
+	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
+	const char *target, *profile, *workload, *payload_file;
+	payload_info *info;
+	char *payload;
 } cli_conn;
 
 /* Option rows for the shared flags; a command appends its own and ends with a zero row. */
@@ -62,6 +66,9 @@ typedef struct {
 	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
 	{"port", required_argument, NULL, 1013}
 #define CLI_CONN_SHORT "u:i:"
+#define CLI_PAYLOAD_OPTIONS \
+	{"target", required_argument, NULL, 1020}, {"profile", required_argument, NULL, 1021}, \
+	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}
 
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
@@ -77,10 +84,10 @@ void cli_conn_free(cli_conn *c);
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
     deploy_opts *o, const char *cmd);
 
-/* The payload for deploy and probe: --payload FILE (verified), or one built for
- * target/profile/workload under <state>/payloads/. *info and *path are the caller's. */
-int cli_payload(payload_info **info, char **path, const char *file, const char *target, const char *profile,
-    const char *workload, const char *state);
+/* The payload of the payload flags: --payload FILE (verified), or one built for --target,
+ * --profile and --workload under <state>/payloads/; o->payload and o->info point into c.
+ * Prints the reason and returns its exit code on failure; one with placeholders is refused. */
+int cli_conn_payload(cli_conn *c, deploy_opts *o);
 
 int cmd_build(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

@@ -1,6 +1,5 @@
 /* lume-metal deploy: push, verify, install, validate, activate, record. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "cli.h"
 #include "host.h"
@@ -9,16 +8,10 @@ int
 cmd_deploy(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS,
-		{"target", required_argument, NULL, 't'}, {"profile", required_argument, NULL, 'p'},
-		{"workload", required_argument, NULL, 'w'}, {"payload", required_argument, NULL, 'f'},
-		{"image", required_argument, NULL, 'm'}, {"force", no_argument, NULL, 'F'},
+		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, {"image", required_argument, NULL, 'm'}, {"force", no_argument, NULL, 'F'},
 		{"dry-run", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0},
 	};
-	const char *target = "macos", *profile = NULL, *workload = "llama-server", *file = NULL;
 	deploy_opts o = {0};
-	payload_info *info = NULL;
-	char *path = NULL;
 	cli_conn conn;
 	char err[LM_ERRLEN];
 	int c, rc, pref;
@@ -31,28 +24,20 @@ cmd_deploy(int argc, char **argv)
 			continue;
 		}
 		switch (c) {
-		case 't': target = optarg; break;
-		case 'p': profile = optarg; break;
-		case 'w': workload = optarg; break;
-		case 'f': file = optarg; break;
 		case 'm': o.image = optarg; break;
 		case 'F': o.force = 1; break;
 		case 'n': o.dry_run = 1; break;
-		default: return EXIT_USAGE;
+		default: cli_conn_free(&conn); return EXIT_USAGE;
 		}
 	}
 	if ((rc = cli_conn_check(&conn, argc - optind, "deploy")) != EXIT_OK ||
-	    (rc = cli_payload(&info, &path, file, target, profile, workload, conn.state)) != EXIT_OK)
+	    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK)
 		goto done;
-	o.payload = path;
-	o.info = info;
 	if (host_pref_read(&pref, err) == LM_OK && pref != 1)
 		fprintf(stderr, "lume-metal: warning: this host's %s %s is %s; the shim's evidence ran with it "
 		    "set (lume-metal host enable)\n", HOST_DOMAIN, HOST_KEY, pref < 0 ? "not set" : "false");
 	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_one, &o, "deploy");
 done:
-	payload_info_free(info);
-	free(path);
 	cli_conn_free(&conn);
 	return rc;
 }

@@ -1,6 +1,5 @@
 /* lume-metal rollback: back to the previous release, or to stock (--to none). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,13 +9,9 @@ cmd_rollback(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_CONN_OPTIONS, {"to", required_argument, NULL, 'T'}, {"image", required_argument, NULL, 'm'},
-		{"target", required_argument, NULL, 't'}, {"payload", required_argument, NULL, 'f'},
-		{"no-probe", no_argument, NULL, 'N'}, {NULL, 0, NULL, 0},
+		CLI_PAYLOAD_OPTIONS, {"no-probe", no_argument, NULL, 'N'}, {NULL, 0, NULL, 0},
 	};
-	const char *target = "macos", *file = NULL;
 	deploy_opts o = {.to = "previous"};
-	payload_info *info = NULL;
-	char *path = NULL;
 	cli_conn conn;
 	int c, rc, probe = 1;
 
@@ -30,10 +25,8 @@ cmd_rollback(int argc, char **argv)
 		switch (c) {
 		case 'T': o.to = optarg; break;
 		case 'm': o.image = optarg; break;
-		case 't': target = optarg; break;
-		case 'f': file = optarg; break;
 		case 'N': probe = 0; break;
-		default: return EXIT_USAGE;
+		default: cli_conn_free(&conn); return EXIT_USAGE;
 		}
 	}
 	if (strcmp(o.to, "previous") != 0 && strcmp(o.to, "none") != 0)
@@ -41,15 +34,11 @@ cmd_rollback(int argc, char **argv)
 	if ((rc = cli_conn_check(&conn, argc - optind, "rollback")) != EXIT_OK)
 		goto done;
 	if (strcmp(o.to, "none") == 0 && probe) {
-		if ((rc = cli_payload(&info, &path, file, target, NULL, "llama-server", conn.state)) != EXIT_OK)
+		if ((rc = cli_conn_payload(&conn, &o)) != EXIT_OK)
 			goto done;
-		o.payload = path;
-		o.info = info;
 	}
 	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_rollback, &o, "rollback");
 done:
-	payload_info_free(info);
-	free(path);
 	cli_conn_free(&conn);
 	return rc;
 }

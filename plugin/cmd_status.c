@@ -20,8 +20,10 @@ cmd_status(int argc, char **argv)
 				return EXIT_USAGE;
 			continue;
 		}
-		if (c != 'm')
+		if (c != 'm') {
+			cli_conn_free(&conn);
 			return EXIT_USAGE;
+		}
 		o.image = optarg;
 	}
 	if ((rc = cli_conn_check(&conn, argc - optind, "status")) == EXIT_OK)
