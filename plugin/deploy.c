@@ -94,6 +94,45 @@ key_for(const guest_facts *f, const deploy_opts *o)
 	    cJSON_IsString(dig) ? dig->valuestring : NULL, f->os, f->build, f->model, chip, build);
 }
 
+static void add_facts(cJSON *r, const guest_facts *f, cJSON *key);
+
+/* One VM for the length of an operation: the connection, the guest's facts, its ledger key. */
+typedef struct {
+	ssh_conn *c;
+	guest_facts f;
+	cJSON *key;
+} vm_session;
+
+/* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
+ * has the state and the reason, and s holds nothing. */
+static int
+vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
+{
+	char msg[LM_ERRLEN];
+
+	memset(s, 0, sizeof *s);
+	if ((s->c = connect_vm(r, t, o)) == NULL)
+		return LM_EFAIL;
+	if (guest_facts_read(&s->f, s->c, msg) != LM_OK) {
+		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+		ssh_close(s->c);
+		s->c = NULL;
+		return LM_EFAIL;
+	}
+	s->key = key_for(&s->f, o);
+	add_facts(r, &s->f, s->key);
+	return LM_OK;
+}
+
+static void
+vm_close(vm_session *s)
+{
+	cJSON_Delete(s->key);
+	guest_facts_clear(&s->f);
+	ssh_close(s->c);
+	memset(s, 0, sizeof *s);
+}
+
 static void
 add_facts(cJSON *r, const guest_facts *f, cJSON *key)
 {
@@ -202,25 +241,18 @@ record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 int
 deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
-	cJSON *r = result_new(t, "failed"), *key = NULL, *doc = NULL, *res = NULL, *rec;
-	guest_facts f = {0};
+	cJSON *r = result_new(t, "failed"), *doc = NULL, *res = NULL, *rec;
+	vm_session s;
 	const cJSON *last, *v;
 	char path[4096], msg[LM_ERRLEN];
-	ssh_conn *c;
 	int code = 0;
 
 	(void)err;
 	*out = r;
 	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
-	if ((c = connect_vm(r, t, o)) == NULL)
+	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (guest_facts_read(&f, c, msg) != LM_OK) {
-		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
-		goto done;
-	}
-	key = key_for(&f, o);
-	add_facts(r, &f, key);
-	if (ledger_load(&doc, o->state, key, msg) != LM_OK) {
+	if (ledger_load(&doc, o->state, s.key, msg) != LM_OK) {
 		set_state(r, "failed", msg);
 		goto done;
 	}
@@ -230,7 +262,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		set_state(r, "refused", "this image version is recorded as failing validation; --force validates it again");
 		goto done;
 	}
-	if (f.current && strcmp(f.current, o->info->sha256) == 0) {
+	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0) {
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
 		goto done;
@@ -247,12 +279,12 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
 		goto done;
 	}
-	if (upload(r, c, &f, o, path, sizeof path) != LM_OK)
+	if (upload(r, s.c, &s.f, o, path, sizeof path) != LM_OK)
 		goto done;
 	{
 		const char *a[] = {"sh", "-c", install_script, "sh", path, o->info->sha256, NULL};
 
-		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
+		if (guest_run_json(&res, &code, s.c, a, NULL, msg) != LM_OK) {
 			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 			goto done;
 		}
@@ -283,15 +315,13 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 			    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(res, "shimmed"), 1));
 			if (o->force)
 				cJSON_AddTrueToObject(rec, "forced");
-			record(r, o, key, rec);
+			record(r, o, s.key, rec);
 			cJSON_Delete(rec);
 		}
 	}
 done:
 	cJSON_Delete(doc);
-	cJSON_Delete(key);
-	guest_facts_clear(&f);
-	ssh_close(c);
+	vm_close(&s);
 	return LM_OK;
 }
 
@@ -336,20 +366,15 @@ int
 deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
 	cJSON *r = result_new(t, "failed");
-	guest_facts f = {0};
-	char msg[LM_ERRLEN];
-	ssh_conn *c;
+	vm_session s;
 
 	(void)err;
 	*out = r;
-	if ((c = connect_vm(r, t, o)) == NULL)
+	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (guest_facts_read(&f, c, msg) != LM_OK)
-		set_state(r, "failed", msg);
-	else if (probe_in_guest(r, c, o) == LM_OK)
+	if (probe_in_guest(r, s.c, o) == LM_OK)
 		set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "pass")) ? "probed" : "validation-failed", NULL);
-	guest_facts_clear(&f);
-	ssh_close(c);
+	vm_close(&s);
 	return LM_OK;
 }
 
@@ -372,25 +397,18 @@ run_root_script(cJSON *r, ssh_conn *c, const char *script, const char *arg, cons
 int
 deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
-	cJSON *r = result_new(t, "failed"), *key = NULL, *doc = NULL;
-	guest_facts f = {0};
+	cJSON *r = result_new(t, "failed"), *doc = NULL;
+	vm_session s;
 	char msg[LM_ERRLEN];
-	ssh_conn *c;
 	int code = 0;
 
 	(void)err;
 	*out = r;
-	if ((c = connect_vm(r, t, o)) == NULL)
+	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (guest_facts_read(&f, c, msg) != LM_OK) {
-		set_state(r, "failed", msg);
+	if (run_root_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
-	}
-	key = key_for(&f, o);
-	add_facts(r, &f, key);
-	if (run_root_script(r, c, status_script, NULL, "status", &code) != LM_OK)
-		goto done;
-	if (ledger_load(&doc, o->state, key, msg) != LM_OK)
+	if (ledger_load(&doc, o->state, s.key, msg) != LM_OK)
 		cJSON_AddStringToObject(r, "ledgerError", msg);
 	else {
 		const cJSON *last = doc ? ledger_last(doc, "deploy") : NULL;
@@ -402,33 +420,23 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:
 	cJSON_Delete(doc);
-	cJSON_Delete(key);
-	guest_facts_clear(&f);
-	ssh_close(c);
+	vm_close(&s);
 	return LM_OK;
 }
 
 int
 deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
-	cJSON *r = result_new(t, "failed"), *key = NULL, *rec, *res;
-	guest_facts f = {0};
-	char msg[LM_ERRLEN];
+	cJSON *r = result_new(t, "failed"), *rec, *res;
+	vm_session s;
 	const cJSON *result;
-	ssh_conn *c;
 	int code = 0;
 
 	(void)err;
 	*out = r;
-	if ((c = connect_vm(r, t, o)) == NULL)
+	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (guest_facts_read(&f, c, msg) != LM_OK) {
-		set_state(r, "failed", msg);
-		goto done;
-	}
-	key = key_for(&f, o);
-	add_facts(r, &f, key);
-	if (run_root_script(r, c, rollback_script, o->to, "rollback", &code) != LM_OK)
+	if (run_root_script(r, s.c, rollback_script, o->to, "rollback", &code) != LM_OK)
 		goto done;
 	res = cJSON_GetObjectItemCaseSensitive(r, "rollback");
 	result = cJSON_GetObjectItemCaseSensitive(res, "result");
@@ -446,7 +454,7 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "failed") != 0) {
 		cJSON *p = cJSON_AddObjectToObject(r, "probe");
 
-		if (probe_in_guest(p, c, o) != LM_OK)
+		if (probe_in_guest(p, s.c, o) != LM_OK)
 			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
 	}
 	rec = record_new("rollback", t, o);
@@ -455,14 +463,12 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(r, "probe"), "stock"), 1));
 	cJSON_AddStringToObject(rec, "result", cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring);
-	if (f.current)
-		cJSON_AddStringToObject(rec, "from", f.current);
-	record(r, o, key, rec);
+	if (s.f.current)
+		cJSON_AddStringToObject(rec, "from", s.f.current);
+	record(r, o, s.key, rec);
 	cJSON_Delete(rec);
 done:
-	cJSON_Delete(key);
-	guest_facts_clear(&f);
-	ssh_close(c);
+	vm_close(&s);
 	return LM_OK;
 }
 
