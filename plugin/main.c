@@ -66,7 +66,10 @@ static const cli_command commands[] = {
 	    "  --force             validate an image version recorded as failing\n"
 	    "  --dry-run           print the plan and change nothing\n" CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
-	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n" CONN_FLAGS, NULL},
+	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
+	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
+	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
+	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
