@@ -262,7 +262,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		set_state(r, "refused", "this image version is recorded as failing validation; --force validates it again");
 		goto done;
 	}
-	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0) {
+	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
 		goto done;

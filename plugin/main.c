@@ -63,7 +63,8 @@ static const cli_command commands[] = {
 	    "bootstraps the LaunchAgent. The verdict is recorded per image version.\n"
 	    PAYLOAD_FLAGS
 	    "  --image REF         the image reference for the ledger (default: the guest's image.json)\n"
-	    "  --force             validate an image version recorded as failing\n"
+	    "  --force             validate an image version recorded as failing, and reinstall a\n"
+	    "                      payload that is already current (repairs drift)\n"
 	    "  --dry-run           print the plan and change nothing\n" CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
@@ -89,8 +90,24 @@ static const cli_command commands[] = {
 	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n", NULL},
 	{"bench", NULL, "llama-bench stock vs shim (vs bare metal) in a guest",
 	    "bench VM --model PATH [--llama-bench PATH] [--host-baseline] [-p 512 -n 128 -r 10]\n", "#5"},
-	{"report", NULL, "the evidence table from llama-bench JSON or the ledger",
-	    "report stock=FILE shim=FILE [host=FILE] [--csv|--markdown|--json]\n", "#5"},
+	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
+	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
+	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"
+	    "Compares llama-bench -o json runs test by test (pp<n_prompt>, tg<n_gen>) on the medians of\n"
+	    "samples_ts, with min and max: guest_ratio = shim/stock, shim_to_host_percent = 100*shim/host.\n"
+	    "FILE.stderr beside each FILE.json is read for what ggml_metal_device_init chose (GPU name,\n"
+	    "highest Apple family, simdgroup reduction and matrix mul., bfloat, residency sets); a shim\n"
+	    "arm on the stock path (simdgroup matrix mul. = false) is reported as \"shim not effective\",\n"
+	    "exit 1. Input that does not parse, a row both pp and tg, no pp or no tg test, a bad or empty\n"
+	    "samples_ts, too few samples, or no Metal device in gpu_info is exit 2, naming the file.\n\n"
+	    "  --workload NAME   the workload label (default: the model file and model_type of the JSON)\n"
+	    "  --csv             the columns of the published results.csv, with its rounding\n"
+	    "  --markdown        the evidence README table\n"
+	    "  --json            one object: arms with paths and Metal lines, per-test figures, ratios\n"
+	    "  --min-samples N   samples each test needs (default 3)\n"
+	    "  --ledger          every ledger record of kind bench, per image version side by side\n"
+	    "  --image REF       with --ledger: that image only\n"
+	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

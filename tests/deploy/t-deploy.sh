@@ -29,6 +29,14 @@ check_rc "status" 0 lm status tahoe-1 --json
 check_grep "... shows the release current" "\"current\":\"$A\"" "$T/.out"
 check_grep "... the service running" '"state":"running"' "$T/.out"
 check_grep "... and the ledger's verdict" '"verdict":"pass"' "$T/.out"
+f="$(root tahoe-1)/releases/$A/profile.json"
+chmod u+w "$f" && echo '#' >>"$f"
+check_rc "a changed file in the release: status exits 1" 1 lm status tahoe-1 --json
+check_grep "... as drift, naming the file" '"state":"drift".*"drift":\["profile.json"' "$T/.out"
+check_rc "deploy --force reinstalls the current payload" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --force --json
+check_grep "... sending it again" '"bytesSent":[1-9]' "$T/.out"
+check_rc "... and status is ok again" 0 lm status tahoe-1 --json
+check_grep "... with no drift" '"state":"ok"' "$T/.out"
 check_rc "the same deploy again" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
 check_grep "... is unchanged" '"state":"unchanged"' "$T/.out"
 check_grep "... and sends no payload bytes" '"bytesSent":0' "$T/.out"
