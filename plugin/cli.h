@@ -98,5 +98,6 @@ int cmd_rollback(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_host(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

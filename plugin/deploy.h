@@ -9,6 +9,15 @@
 #include "guest.h"
 #include "payload.h"
 
+/* What `bench` runs: llama-bench in the guest stock and through run-with-shim, and on this host
+ * with host_baseline. */
+typedef struct {
+	const char *model, *llama_bench;         /* guest paths (llama_bench: a name on PATH too) */
+	const char *host_model, *host_llama_bench; /* this host's, for the bare-metal arm */
+	const char *evidence, *workload;         /* evidence directory (must not exist); table label */
+	int p, n, r, threads, min_samples, host_baseline, allow_different_model;
+} deploy_bench_opts;
+
 typedef struct {
 	const char *state, *lume;   /* ledger directory; lume binary */
 	ssh_opts ssh;               /* credentials and known hosts; the deadline is set per VM */
@@ -19,11 +28,12 @@ typedef struct {
 	const char *image;          /* --image REF, overriding the guest's image.json */
 	int force, dry_run;
 	const char *to;             /* rollback: "previous" or "none" */
+	const deploy_bench_opts *bench;
 } deploy_opts;
 
 /* The end states; every VM ends in exactly one. */
 #define DEPLOY_STATES "unchanged deployed validation-failed refused unreachable auth-failed " \
-	"hostkey-mismatch timeout rolled-back skipped failed"
+	"hostkey-mismatch timeout rolled-back skipped failed benchmarked shim-not-effective"
 
 /* Each returns LM_OK with *out (caller frees) holding at least "vm" and "state", also when the
  * VM failed; err is set only for failures outside any VM (out of memory). */
@@ -31,6 +41,10 @@ int deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+/* Benchmarks one VM (o->bench): state "benchmarked" or "shim-not-effective", with "bench" the
+ * table of bench.h; writes the evidence directory, then one ledger record. Bad input or a
+ * failed arm is "failed" with the reason, and records nothing. */
+int deploy_bench(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 
 /* The exit code for a set of results: 0 all good, 3 when any was refused by a gate (and
  * none failed otherwise), 1 when any failed. */

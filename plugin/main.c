@@ -88,8 +88,18 @@ static const cli_command commands[] = {
 	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
 	    "ForceUnrestrictedDeviceFeatureLevel with defaults(1) for this user. enable records the value\n"
 	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n", NULL},
-	{"bench", NULL, "llama-bench stock vs shim (vs bare metal) in a guest",
-	    "bench VM --model PATH [--llama-bench PATH] [--host-baseline] [-p 512 -n 128 -r 10]\n", "#5"},
+	{"bench", cmd_bench, "llama-bench stock vs shim (vs bare metal) in a guest, as evidence",
+	    "bench VM | --host user@addr[:port] --model PATH [--llama-bench PATH] [-p 512 -n 128 -r 10]\n"
+	    "      [--threads N] [--host-baseline [--host-llama-bench PATH] [--host-model PATH]]\n"
+	    "      [--allow-different-model] [--min-samples N] [--evidence DIR] [--workload NAME] [--image REF]\n\n"
+	    "Runs llama-bench -o json in the guest twice with identical arguments, stock and through the\n"
+	    "installed release's run-with-shim (deploy first), and with --host-baseline on this host too.\n"
+	    "Hashes llama-bench and the model on each side first (a guest model that differs from the\n"
+	    "host's is refused unless --allow-different-model). Figures are medians of samples_ts; the\n"
+	    "stderr shows which Metal path each arm took, and a shim arm on the stock path is reported as\n"
+	    "shim-not-effective (exit 1). Writes one ledger record and, with --evidence, a new directory:\n"
+	    "raw JSON and stderr of every arm, results.csv, metadata.md, SHA256SUMS. --timeout defaults\n"
+	    "to 3600 here.\n" CONN_FLAGS, NULL},
 	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
 	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
 	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"

@@ -18,11 +18,10 @@ check_rc "an unknown flag is exit 2" 2 "$LM" build --frob
 check_grep "... naming the flag" 'unknown flag or missing value: --frob' "$T/.out"
 check_rc "an unknown top-level flag is exit 2" 2 "$LM" --frob
 check_rc "help of an unknown command is exit 2" 2 "$LM" help frobnicate
-# shellcheck disable=SC2043 # one command left unbuilt
-for c in bench; do
-	check_rc "$c is not built yet: exit 2" 2 "$LM" "$c" vm1
-	check_grep "... and says so" "^lume-metal: $c: not built yet" "$T/.out"
-done
+check_rc "bench without --model is a usage error" 2 "$LM" bench vm1
+check_grep "... naming the flag" 'bench: --model PATH' "$T/.out"
+check_rc "bench takes one VM" 2 "$LM" bench vm1 vm2 --model m
+check_rc "bench -r takes a number" 2 "$LM" bench vm1 --model m -r many
 
 # build and verify on the real tree (make test builds the shim first).
 cd "$T" || exit 1

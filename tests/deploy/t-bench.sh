@@ -1,0 +1,74 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# bench against a real sshd guest with the simulated llama-bench (tests/guest-sim/bin), whose
+# figures follow the shim's variables in its environment: the shim arm must really run through
+# the installed release's run-with-shim for its figures to differ.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+
+guest tahoe-b 127.0.0.11 || exit 1
+G=$T/g/tahoe-b/home
+head -c 20000 /dev/urandom >"$G/model.gguf"
+B() { lm bench tahoe-b --model "$G/model.gguf" -r 5 "$@"; }
+
+check_rc "bench before any deploy fails" 1 B --accept-new
+check_grep "... saying to deploy first" 'no lume-metal release is current in the guest; deploy first' "$T/.out"
+check_rc "deploy" 0 lm deploy tahoe-b --target linux-sim
+
+check_rc "bench" 0 B --evidence "$T/ev" --json
+check_grep "... is benchmarked" '"state":"benchmarked"' "$T/.out"
+check_grep "... the stock arm took the Apple5 path" '"stock":\{[^}]*"apple_family":1005' "$T/.out"
+check_grep "... the shim arm Apple9 with simdgroup matrix" '"shim":\{[^}]*"apple_family":1009' "$T/.out"
+check_grep "... and it says the shim was effective" '"shim_effective":true' "$T/.out"
+check_has "... the guest's llama-bench and model are hashed" "\"modelSha256\":\"$(sha256sum "$G/model.gguf" | cut -c1-64)\"" "$T/.out"
+check "the evidence has every arm's raw output, the table and metadata" sh -c 'cd "$1" &&
+	for f in stock.json stock.stderr shim.json shim.stderr results.csv metadata.md SHA256SUMS; do test -s "$f" || exit 1; done' - "$T/ev"
+check "... and SHA256SUMS verifies it" sh -c 'cd "$1" && sha256sum -c --quiet SHA256SUMS' - "$T/ev"
+check_grep "results.csv has the published columns" "^workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,shim_to_host_percent\$" "$T/ev/results.csv"
+check_grep "... and the medians and ratio of the simulated run" ',pp512,tokens/s,,431\.86,4786\.7,11\.0839,$' "$T/ev/results.csv"
+check_rc "report reads the evidence back" 0 "$LM" report stock="$T/ev/stock.json" shim="$T/ev/shim.json" --csv
+cp "$T/.out" "$T/report.csv"
+check "... to the same CSV" diff -u "$T/ev/results.csv" "$T/report.csv"
+check_rc "report --ledger" 0 "$LM" report --ledger --state "$T/state"
+check_grep "... shows the recorded run" 'pp512 +431\.86 +4786\.70' "$T/.out"
+
+# The bare-metal arm runs on this host (the simulation's host figures).
+check_rc "bench --host-baseline" 0 env LUME_METAL_SIM_BENCH=host PATH="$TOP/tests/guest-sim/bin:$PATH" \
+	"$LM" bench tahoe-b --model "$G/model.gguf" -r 5 --host-baseline --lume "$TOP/tests/lume-sim/lume" --port "$PORT" \
+	-u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --json
+check_grep "... shim as a share of bare metal" '"shim_to_host_percent":98\.24' "$T/.out"
+mkdir -p "$T/hostmodels" && head -c 20000 /dev/urandom >"$T/hostmodels/model.gguf"
+records() { cat "$T"/state/ledger/*.json | grep -c '"kind":[[:space:]]*"bench"'; }
+nrec=$(records)
+check_rc "a host model that differs from the guest's is refused" 1 env LUME_METAL_SIM_BENCH=host PATH="$TOP/tests/guest-sim/bin:$PATH" \
+	"$LM" bench tahoe-b --model "$G/model.gguf" -r 5 --host-baseline --host-model "$T/hostmodels/model.gguf" --lume "$TOP/tests/lume-sim/lume" \
+	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state"
+check_grep "... saying so" "the guest's model and this host's differ" "$T/.out"
+check "... and records nothing" test "$(records)" -eq "$nrec"
+check_rc "--allow-different-model compares them anyway" 0 env LUME_METAL_SIM_BENCH=host PATH="$TOP/tests/guest-sim/bin:$PATH" \
+	"$LM" bench tahoe-b --model "$G/model.gguf" -r 5 --host-baseline --host-model "$T/hostmodels/model.gguf" --allow-different-model \
+	--lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state"
+
+# A wrapper with another name: run-with-shim scopes the shim to the wrapper, so llama-bench,
+# its child, stays stock. That is reported, not counted as a speedup.
+printf '#!/bin/sh\nexec llama-bench "$@"\n' >"$G/bench-wrapper" && chmod +x "$G/bench-wrapper"
+check_rc "a shim arm that took the stock path is exit 1" 1 B --llama-bench "$G/bench-wrapper" --json
+check_grep "... as shim-not-effective" '"state":"shim-not-effective"' "$T/.out"
+
+check_rc "a missing model is a usage error" 2 lm bench tahoe-b --model "$G/nope.gguf"
+check_grep "... naming it" "model not found in the guest: $G/nope.gguf" "$T/.out"
+printf '#!/bin/sh\necho "main: error: failed to load model" >&2\nexit 1\n' >"$G/lb-fails" && chmod +x "$G/lb-fails"
+check_rc "a llama-bench that exits 1" 1 B --llama-bench "$G/lb-fails"
+check_grep "... fails, with its last words" 'llama-bench \(stock arm\) exited 1: main: error: failed to load model' "$T/.out"
+printf '#!/bin/sh\nkill -KILL $$\n' >"$G/lb-killed" && chmod +x "$G/lb-killed"
+check_rc "a llama-bench killed by a signal" 1 B --llama-bench "$G/lb-killed"
+check_grep "... fails, saying so" 'killed by SIGKILL' "$T/.out"
+printf '#!/bin/sh\necho "[{\\"n_prompt\\": 512,"\n' >"$G/lb-garbage" && chmod +x "$G/lb-garbage"
+check_rc "JSON that does not parse" 1 B --llama-bench "$G/lb-garbage"
+check_grep "... fails, naming the arm" 'stock\.json' "$T/.out"
+check_rc "two samples are refused" 1 lm bench tahoe-b --model "$G/model.gguf" -r 2
+check_grep "... naming the minimum" 'stock\.json.*(3|min)' "$T/.out"
+check_rc "... unless --min-samples allows them" 0 lm bench tahoe-b --model "$G/model.gguf" -r 2 --min-samples 2
+check_rc "an evidence directory that exists is refused" 1 B --evidence "$T/ev"
+check_grep "... naming it" 'ev: already exists' "$T/.out"
+t_done
