@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -106,7 +105,8 @@ cli_conn_init(cli_conn *c)
 	c->ssh.known_hosts = known;
 	c->ssh.env_password = 1;
 	c->timeout_s = 120;
-	c->parallel = 32;
+	c->fleet.parallel = 32;
+	c->fleet.max_fail = c->fleet.max_fail_pct = -1;
 	c->port = 22;
 	c->target = "macos";
 	c->workload = "llama-server";
@@ -123,6 +123,26 @@ number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *
 		return -1;
 	}
 	*out = (int)v;
+	return 1;
+}
+
+/* "N" into *n, or "P%" (1..100) into *pct. */
+static int
+count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n, int *pct)
+{
+	size_t len = strlen(arg);
+	char num[16];
+
+	if (len > 1 && len < sizeof num && arg[len - 1] == '%') {
+		snprintf(num, sizeof num, "%.*s", (int)len - 1, arg);
+		if (number(num, flag, cmd, lo, 100, pct) < 0)
+			return -1;
+		*n = -1;
+		return 1;
+	}
+	if (number(arg, flag, cmd, lo, 100000, n) < 0)
+		return -1;
+	*pct = -1;
 	return 1;
 }
 
@@ -145,7 +165,11 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 		return 1;
 	}
 	case 1005: return number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
-	case 1006: return number(arg, "--parallel", cmd, 1, 1024, &c->parallel);
+	case 1006: return number(arg, "--parallel", cmd, 1, 1024, &c->fleet.parallel);
+	case 1030: return number(arg, "--canary", cmd, 1, 100000, &c->fleet.canary);
+	case 1031: return count_or_pct(arg, "--batch", cmd, 1, &c->fleet.batch, &c->fleet.batch_pct);
+	case 1032: return count_or_pct(arg, "--max-fail", cmd, 0, &c->fleet.max_fail, &c->fleet.max_fail_pct);
+	case 1033: c->fleet.rollback_on_fail = 1; return 1;
 	case 1007: c->state = arg; return 1;
 	case 1008: c->json = 1; return 1;
 	case 1009: c->lume = arg; return 1;
@@ -185,41 +209,14 @@ cli_conn_free(cli_conn *c)
 	c->payload = NULL;
 }
 
+/* The VMs a command names, in order. */
 typedef struct {
-	pthread_mutex_t mu;
-	size_t next, n;
 	guest_target **targets;
-	cJSON **results;
-	int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *);
-	const deploy_opts *o;
-} pool;
-
-static void *
-worker(void *arg)
-{
-	pool *p = arg;
-	char err[LM_ERRLEN];
-
-	for (;;) {
-		size_t i;
-
-		pthread_mutex_lock(&p->mu);
-		i = p->next++;
-		pthread_mutex_unlock(&p->mu);
-		if (i >= p->n)
-			return NULL;
-		if (p->fn(&p->results[i], p->targets[i], p->o, err) != LM_OK || p->results[i] == NULL) {
-			cJSON_Delete(p->results[i]);
-			p->results[i] = cJSON_CreateObject();
-			cJSON_AddStringToObject(p->results[i], "vm", p->targets[i]->name);
-			cJSON_AddStringToObject(p->results[i], "state", "failed");
-			cJSON_AddStringToObject(p->results[i], "message", err);
-		}
-	}
-}
+	size_t n;
+} target_list;
 
 static int
-add_target(pool *p, guest_target *t)
+add_target(target_list *p, guest_target *t)
 {
 	guest_target **v = reallocarray(p->targets, p->n + 1, sizeof *v);
 
@@ -276,11 +273,10 @@ int
 cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
     deploy_opts *o, const char *cmd)
 {
-	pool p = {.mu = PTHREAD_MUTEX_INITIALIZER, .fn = fn, .o = o};
+	target_list p = {0};
+	cJSON **results = NULL;
 	char err[LM_ERRLEN];
-	pthread_t *th = NULL;
-	size_t nth;
-	int rc = EXIT_OK;
+	int rc = EXIT_OK, stopped;
 
 	o->state = c->state;
 	o->lume = c->lume;
@@ -329,31 +325,21 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 			goto done;
 		}
 	}
-	if ((p.results = calloc(p.n, sizeof *p.results)) == NULL ||
-	    (th = calloc(nth = p.n < (size_t)c->parallel ? p.n : (size_t)c->parallel, sizeof *th)) == NULL) {
+	if ((results = calloc(p.n, sizeof *results)) == NULL) {
 		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
 		goto done;
 	}
-	for (size_t i = 0; i < nth; i++)
-		if (pthread_create(&th[i], NULL, worker, &p) != 0) {
-			nth = i;
-			break;
-		}
-	if (nth == 0)
-		worker(&p);
-	for (size_t i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	print_results(p.results, p.n, c->json);
-	rc = deploy_exit_code(p.results, p.n);
+	stopped = fleet_run(results, p.targets, p.n, fn, o, &c->fleet);
+	print_results(results, p.n, c->json);
+	rc = stopped ? EXIT_SOMEFAIL : deploy_exit_code(results, p.n); /* a stopped run is exit 1 */
 done:
 	for (size_t i = 0; i < p.n; i++) {
 		guest_target_free(p.targets[i]);
-		if (p.results)
-			cJSON_Delete(p.results[i]);
+		if (results)
+			cJSON_Delete(results[i]);
 	}
 	free(p.targets);
-	free(p.results);
-	free(th);
+	free(results);
 	return rc;
 }
 

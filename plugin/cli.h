@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "deploy.h"
+#include "fleet.h"
 #include "payload.h"
 #include "ssh.h"
 #include "util.h"
@@ -48,8 +49,9 @@ typedef struct {
 	const char *lume;      /* --lume PATH, default "lume" on $PATH */
 	const char **hosts;    /* --host values */
 	size_t nhosts;
-	int timeout_s, parallel, json, all, wait_s, port;
+	int timeout_s, json, all, wait_s, port;
 	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
+	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
 	const char *target, *profile, *workload, *payload_file;
 	payload_info *info;
 	char *payload;
@@ -66,6 +68,9 @@ typedef struct {
 	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
 	{"port", required_argument, NULL, 1013}
 #define CLI_CONN_SHORT "u:i:"
+#define CLI_FLEET_OPTIONS \
+	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \
+	{"max-fail", required_argument, NULL, 1032}, {"rollback-on-fail", no_argument, NULL, 1033}
 #define CLI_PAYLOAD_OPTIONS \
 	{"target", required_argument, NULL, 1020}, {"profile", required_argument, NULL, 1021}, \
 	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}

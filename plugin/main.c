@@ -65,7 +65,14 @@ static const cli_command commands[] = {
 	    "  --image REF         the image reference for the ledger (default: the guest's image.json)\n"
 	    "  --force             validate an image version recorded as failing, and reinstall a\n"
 	    "                      payload that is already current (repairs drift)\n"
-	    "  --dry-run           print the plan and change nothing\n" CONN_FLAGS, NULL},
+	    "  --dry-run           print the plan and change nothing\n"
+	    "\nStaged rollout (like Ansible's serial and max_fail_percentage):\n"
+	    "  --canary K          deploy to the first K VMs; go on only if all of them pass\n"
+	    "  --batch N|P%        then waves of N VMs (or P% of all); default one wave\n"
+	    "  --max-fail N|P%     failure budget: more failures than this and no further VM is started\n"
+	    "                      (running ones finish); checked before each VM, not only per wave\n"
+	    "  --rollback-on-fail  when the run stops, VMs it deployed go back to their previous release\n"
+	    CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"

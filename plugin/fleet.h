@@ -1,0 +1,32 @@
+/* fleet: runs one per-VM operation over many VMs with a fixed pool of threads (--parallel),
+ * as a staged rollout: a canary wave, then waves of --batch, under a failure budget, with an
+ * optional rollback of what the run changed. Semantics follow Ansible's `serial` and
+ * `max_fail_percentage`, except that the budget is checked before each VM starts (not only
+ * between waves) and a failed canary always stops the run. */
+#ifndef LM_FLEET_H
+#define LM_FLEET_H
+
+#include <cjson/cJSON.h>
+
+#include "deploy.h"
+
+typedef int (*fleet_fn)(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+
+typedef struct {
+	int parallel;          /* threads, at least 1 */
+	int canary;            /* VMs in the first wave, which must all pass; 0 for none */
+	int batch, batch_pct;  /* later waves: this many VMs, or this percentage of all; 0 for one wave */
+	int max_fail, max_fail_pct; /* budget: more failures than this stops the run; -1 for none */
+	int rollback_on_fail;  /* when stopped: VMs this run deployed go back to previous */
+} fleet_opts;
+
+/* True for the states that count as a failure against the budget. */
+int fleet_failed(const cJSON *result);
+
+/* Runs fn on targets[0..n); results[i] (caller frees) gets each VM's result. A VM not started
+ * because the run stopped is "skipped"; a rolled-back one keeps its deploy result under
+ * "deploy" and has state "rolled-back". Returns 1 when the run stopped early, else 0. */
+int fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const deploy_opts *o,
+    const fleet_opts *f);
+
+#endif

@@ -1,0 +1,34 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# Staged rollout over real sshd guests: a failing canary stops the run, a failure budget stops
+# new VMs, and --rollback-on-fail returns what the run changed to its previous release.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+
+guest f1 127.0.0.21 && guest f2 127.0.0.22 --env LUME_METAL_SIM_WRONG_TYPES=1 && guest f3 127.0.0.23 &&
+	guest f4 127.0.0.24 || exit 1
+# f2 is another image version (its device cannot be changed), stamped as a golden image would.
+mkdir -p "$(root f2)" && printf '{"image":"ghcr.io/x/bad:1"}\n' >"$(root f2)/image.json"
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null &&
+	"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
+A=$(cut -c1-64 "$T/a.tar.gz.sha256")
+cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
+
+check_rc "a canary that fails stops the run (exit 1)" 1 lm deploy f2 f1 f3 --payload "$T/a.tar.gz" --canary 1 --accept-new --json
+check_grep "... the canary is validation-failed" '"vm":"f2","state":"validation-failed"' "$T/.out"
+check_grep "... the others are skipped, saying why" '"vm":"f1","state":"skipped","message":"the canary failed; not started"' "$T/.out"
+check "... and nothing was installed on them" test "$(cur f1)$(cur f3)" = nonenone
+
+check_rc "a passing canary goes on to the rest" 0 lm deploy f1 f3 f4 --payload "$T/a.tar.gz" --canary 1 --batch 1 --accept-new --json
+check_grep "... all deployed" '"summary":\{"deployed":3,"total":3\}' "$T/.out"
+
+check_rc "a budget of 0 exceeded in the second wave (exit 1)" 1 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" \
+	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --accept-new --json
+check_grep "... f2 is the failure" '"vm":"f2","state":"(refused|validation-failed)"' "$T/.out"
+check_grep "... f4 was never started" '"vm":"f4","state":"skipped","message":"the failure budget was exceeded; not started"' "$T/.out"
+check_grep "... f1 and f3 were rolled back" '"vm":"f1","state":"rolled-back".*"deploy":\{"vm":"f1","state":"deployed"' "$T/.out"
+check "... to the release they had before" test "$(cur f1) $(cur f3) $(cur f4)" = "releases/$A releases/$A releases/$A"
+check_rc "--batch takes N or P%" 2 lm deploy f1 --payload "$T/a.tar.gz" --batch 0%
+check_rc "--max-fail 25% lets one failure of four through (exit 3: the one was refused by its record)" 3 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" --max-fail 25% --json
+check_grep "... so every other VM is deployed" '"summary":\{"deployed":3,.*"total":4\}' "$T/.out"
+t_done
