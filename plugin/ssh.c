@@ -8,9 +8,11 @@
 #include <netdb.h>
 #include <openssl/evp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -147,6 +149,46 @@ known_fingerprint(char out[64], const char *b64)
 	free(blob);
 }
 
+/* Adds a host key to known_hosts. Workers of one run and other runs may add keys at the same
+ * time: the file is read, checked again and rewritten under a mutex and an flock, so no
+ * writer drops another's line. */
+static int
+add_known(ssh_conn *c, const char *name, const char *key, size_t len, int mask, char *err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	LIBSSH2_KNOWNHOSTS *kh;
+	struct libssh2_knownhost *found = NULL;
+	char lock[4200];
+	int fd = -1, rc = LM_OK, r;
+
+	if (lm_fmt(lock, sizeof lock, "%s.lock", c->o->known_hosts) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", c->o->known_hosts);
+	pthread_mutex_lock(&mu);
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock(fd, LOCK_EX) != 0) {
+		rc = lm_err(err, LM_EFAIL, "%s: %s", lock, strerror(errno));
+		goto done;
+	}
+	if ((kh = libssh2_knownhost_init(c->s)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
+	}
+	if (access(c->o->known_hosts, F_OK) == 0 &&
+	    libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0)
+		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
+	else if ((r = libssh2_knownhost_checkp(kh, c->o->host, c->o->port ? c->o->port : 22, key, len, mask, &found)) ==
+	    LIBSSH2_KNOWNHOST_CHECK_MATCH)
+		rc = LM_OK; /* added meanwhile */
+	else if (libssh2_knownhost_addc(kh, name, NULL, key, len, "lume-metal", 10, mask, NULL) != 0 ||
+	    libssh2_knownhost_writefile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
+		rc = lm_err(err, LM_EFAIL, "%s: cannot add its host key to %s", c->where, c->o->known_hosts);
+	libssh2_knownhost_free(kh);
+done:
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
 static int
 check_hostkey(ssh_conn *c, int *why, char *err)
 {
@@ -194,11 +236,9 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 		snprintf(name, sizeof name, "%s", c->o->host);
 	else
 		snprintf(name, sizeof name, "[%s]:%d", c->o->host, port);
-	if (libssh2_knownhost_addc(kh, name, NULL, key, len, "lume-metal", 10, mask, NULL) != 0 ||
-	    libssh2_knownhost_writefile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
+	rc = add_known(c, name, key, len, mask, err);
+	if (rc != LM_OK)
 		*why = SSH_HOSTKEY_UNKNOWN;
-		rc = lm_err(err, LM_EFAIL, "%s: cannot add its host key to %s", c->where, c->o->known_hosts);
-	}
 done:
 	libssh2_knownhost_free(kh);
 	return rc;

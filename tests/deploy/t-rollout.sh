@@ -12,6 +12,14 @@ mkdir -p "$(root f2)" && printf '{"image":"ghcr.io/x/bad:1"}\n' >"$(root f2)/ima
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null &&
 	"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
 A=$(cut -c1-64 "$T/a.tar.gz.sha256")
+# Four workers accepting four new host keys at once must not drop each other's line.
+lost=0
+for i in 1 2 3; do
+	lm status f1 f2 f3 f4 --accept-new --known-hosts "$T/kh-par$i" --parallel 4 >/dev/null 2>&1
+	[ "$(grep -c ' ssh-ed25519 ' "$T/kh-par$i")" -eq 4 ] || lost=$((lost + 1))
+done
+if [ "$lost" -eq 0 ]; then ok "parallel --accept-new keeps every new host key (3 runs of 4)"; else
+	not_ok "parallel --accept-new keeps every new host key ($lost of 3 runs lost one)"; fi
 cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
 
 check_rc "a canary that fails stops the run (exit 1)" 1 lm deploy f2 f1 f3 --payload "$T/a.tar.gz" --canary 1 --accept-new --json
