@@ -62,7 +62,6 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 {
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
-		char *s;
 
 		cJSON_AddStringToObject(o, "path", path);
 		cJSON_AddStringToObject(o, "sha256", p->sha256);
@@ -74,9 +73,7 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 		cJSON_AddStringToObject(o, "workload", p->workload);
 		cJSON_AddStringToObject(o, "label", p->label);
 		cJSON_AddStringToObject(o, "version", p->version);
-		s = cJSON_PrintUnformatted(o);
-		printf("%s\n", s);
-		free(s);
+		cli_print_json(o);
 		cJSON_Delete(o);
 		return;
 	}
@@ -112,8 +109,8 @@ cli_conn_init(cli_conn *c)
 	c->workload = "llama-server";
 }
 
-static int
-number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out)
+int
+cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out)
 {
 	char *end;
 	long v = strtol(arg, &end, 10);
@@ -135,12 +132,12 @@ count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n,
 
 	if (len > 1 && len < sizeof num && arg[len - 1] == '%') {
 		snprintf(num, sizeof num, "%.*s", (int)len - 1, arg);
-		if (number(num, flag, cmd, lo, 100, pct) < 0)
+		if (cli_number(num, flag, cmd, lo, 100, pct) < 0)
 			return -1;
 		*n = -1;
 		return 1;
 	}
-	if (number(arg, flag, cmd, lo, 100000, n) < 0)
+	if (cli_number(arg, flag, cmd, lo, 100000, n) < 0)
 		return -1;
 	*pct = -1;
 	return 1;
@@ -164,19 +161,19 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 		c->hosts = h;
 		return 1;
 	}
-	case 1005: return number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
-	case 1006: return number(arg, "--parallel", cmd, 1, 1024, &c->fleet.parallel);
-	case 1030: return number(arg, "--canary", cmd, 1, 100000, &c->fleet.canary);
+	case 1005: return cli_number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
+	case 1006: return cli_number(arg, "--parallel", cmd, 1, 1024, &c->fleet.parallel);
+	case 1030: return cli_number(arg, "--canary", cmd, 1, 100000, &c->fleet.canary);
 	case 1031: return count_or_pct(arg, "--batch", cmd, 1, &c->fleet.batch, &c->fleet.batch_pct);
 	case 1032: return count_or_pct(arg, "--max-fail", cmd, 0, &c->fleet.max_fail, &c->fleet.max_fail_pct);
 	case 1033: c->fleet.rollback_on_fail = 1; return 1;
 	case 1007: c->state = arg; return 1;
 	case 1008: c->json = 1; return 1;
 	case 1009: c->lume = arg; return 1;
-	case 1010: return number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
+	case 1010: return cli_number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
 	case 1011: c->all = 1; return 1;
 	case 1012: c->ssh.lume_default_password = 1; return 1;
-	case 1013: return number(arg, "--port", cmd, 1, 65535, &c->port);
+	case 1013: return cli_number(arg, "--port", cmd, 1, 65535, &c->port);
 	case 1020: c->target = arg; return 1;
 	case 1021: c->profile = arg; return 1;
 	case 1022: c->workload = arg; return 1;
@@ -241,24 +238,18 @@ print_results(cJSON **results, size_t n, int json)
 			cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
 		else
 			cJSON_AddNumberToObject(summary, state, 1);
-		if (json) {
-			char *s = cJSON_PrintUnformatted(results[i]);
-
-			printf("%s\n", s);
-			free(s);
-		} else
+		if (json)
+			cli_print_json(results[i]);
+		else
 			printf("%-24s %-18s %s\n", cJSON_GetObjectItemCaseSensitive(results[i], "vm")->valuestring, state,
 			    cJSON_IsString(msg) ? msg->valuestring : "");
 	}
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
-		char *s;
 
 		cJSON_AddNumberToObject(summary, "total", (double)n);
 		cJSON_AddItemToObject(o, "summary", summary);
-		s = cJSON_PrintUnformatted(o);
-		printf("%s\n", s);
-		free(s);
+		cli_print_json(o);
 		cJSON_Delete(o);
 		return;
 	}
@@ -382,4 +373,13 @@ cli_conn_payload(cli_conn *c, deploy_opts *o)
 	o->payload = *path;
 	o->info = *info;
 	return EXIT_OK;
+}
+
+void
+cli_print_json(const cJSON *v)
+{
+	char *s = cJSON_PrintUnformatted(v);
+
+	printf("%s\n", s ? s : "null");
+	free(s);
 }

@@ -36,6 +36,12 @@ int cli_help(const char *name);
  * Returns the option, -1 at the end, or '?' after printing the reason. */
 int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
 
+/* Parses a whole number lo..hi for flag; prints the reason and returns -1, else 1. */
+int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out);
+
+/* Prints v as one line of JSON. */
+void cli_print_json(const cJSON *v);
+
 /* Where guest-payload/, manifests/ and build/ are: $LUME_METAL_DATADIR or the build tree. */
 const char *cli_datadir(void);
 

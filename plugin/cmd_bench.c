@@ -7,18 +7,6 @@
 #include "bench.h"
 #include "cli.h"
 
-static int
-count(const char *arg, const char *flag, int lo, int *out)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-
-	if (*arg == '\0' || *end != '\0' || v < lo || v > 100000)
-		return cli_error(EXIT_USAGE, "bench: %s %s: not a whole number from %d to 100000", flag, arg, lo);
-	*out = (int)v;
-	return EXIT_OK;
-}
-
 int
 cmd_bench(int argc, char **argv)
 {
@@ -58,11 +46,11 @@ cmd_bench(int argc, char **argv)
 		case 'E': b.evidence = optarg; break;
 		case 'W': b.workload = optarg; break;
 		case 'I': o.image = optarg; break;
-		case 'p': rc = count(optarg, "-p", 0, &b.p); break;
-		case 'n': rc = count(optarg, "-n", 0, &b.n); break;
-		case 'r': rc = count(optarg, "-r", 1, &b.r); break;
-		case 'T': rc = count(optarg, "--threads", 1, &b.threads); break;
-		case 'S': rc = count(optarg, "--min-samples", 1, &b.min_samples); break;
+		case 'p': rc = cli_number(optarg, "-p", "bench", 0, 100000, &b.p) < 0 ? EXIT_USAGE : EXIT_OK; break;
+		case 'n': rc = cli_number(optarg, "-n", "bench", 0, 100000, &b.n) < 0 ? EXIT_USAGE : EXIT_OK; break;
+		case 'r': rc = cli_number(optarg, "-r", "bench", 1, 100000, &b.r) < 0 ? EXIT_USAGE : EXIT_OK; break;
+		case 'T': rc = cli_number(optarg, "--threads", "bench", 1, 100000, &b.threads) < 0 ? EXIT_USAGE : EXIT_OK; break;
+		case 'S': rc = cli_number(optarg, "--min-samples", "bench", 1, 100000, &b.min_samples) < 0 ? EXIT_USAGE : EXIT_OK; break;
 		default: rc = EXIT_USAGE;
 		}
 	}
@@ -95,10 +83,7 @@ cmd_bench(int argc, char **argv)
 		guest_target_free(t);
 	}
 	if (conn.json) {
-		char *s = cJSON_PrintUnformatted(res);
-
-		printf("%s\n", s);
-		free(s);
+		cli_print_json(res);
 	} else {
 		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(res, "message");
 		const cJSON *tab = cJSON_GetObjectItemCaseSensitive(res, "bench");

@@ -81,10 +81,7 @@ cmd_host(int argc, char **argv)
 		running_vms(conn.lume, out);
 	}
 	if (conn.json) {
-		char *s = cJSON_PrintUnformatted(out);
-
-		printf("%s\n", s);
-		free(s);
+		cli_print_json(out);
 	} else {
 		printf("%s %s: %s\n", HOST_DOMAIN, HOST_KEY, word(v));
 		if ((vms = cJSON_GetObjectItemCaseSensitive(out, "restartNeeded")) && cJSON_GetArraySize(vms) > 0) {

@@ -111,12 +111,9 @@ cmd_ledger(int argc, char **argv)
 		    "shim_to_host_percent\n");
 	w.all = cJSON_CreateArray();
 	rc = ledger_each(conn.state, each, &w, err);
-	if (rc == LM_OK && w.mode == 'j') {
-		char *text = cJSON_PrintUnformatted(w.all);
-
-		printf("%s\n", text);
-		free(text);
-	} else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
+	if (rc == LM_OK && w.mode == 'j')
+		cli_print_json(w.all);
+	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
 		printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
 		    conn.state);
 	cJSON_Delete(w.all);

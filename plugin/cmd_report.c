@@ -168,12 +168,9 @@ report_ledger(const char *state, const char *image, int form)
 		lm_buf_free(&w.out);
 		return rc;
 	}
-	if (form == FORM_JSON) {
-		char *text = cJSON_PrintUnformatted(w.all);
-
-		printf("%s\n", text ? text : "[]");
-		free(text);
-	} else if (w.records == 0 && form == FORM_TEXT)
+	if (form == FORM_JSON)
+		cli_print_json(w.all);
+	else if (w.records == 0 && form == FORM_TEXT)
 		printf("no bench records%s%s under %s/ledger\n", image ? " for " : "", image ? image : "", state);
 	else if (w.out.data)
 		fputs(w.out.data, stdout);

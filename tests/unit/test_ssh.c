@@ -39,6 +39,21 @@ stop(void)
 	run("sh " LM_DATADIR "/tests/sshd.sh stop %s", dir);
 }
 
+/* ssh-keygen's fingerprint of the guest's host key, to compare with ours. */
+static void
+host_fingerprint(char *out, size_t len)
+{
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s/host_ed25519.pub | awk '{print $2}'", dir);
+	out[0] = '\0';
+	if ((p = popen(cmd, "r")) != NULL) {
+		if (fgets(out, (int)len, p))
+			out[strcspn(out, "\n")] = '\0';
+		pclose(p);
+	}
+}
+
 static ssh_opts
 opts(int ms)
 {
@@ -86,17 +101,7 @@ main(void)
 		printf("not ok - sshd did not start\n");
 		return 1;
 	}
-	/* ssh-keygen's fingerprint of the host key, to compare with ours. */
-	snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s/host_ed25519.pub | awk '{print $2}'", dir);
-	{
-		FILE *p = popen(cmd, "r");
-
-		want[0] = '\0';
-		if (p && fgets(want, sizeof want, p))
-			want[strcspn(want, "\n")] = '\0';
-		if (p)
-			pclose(p);
-	}
+	host_fingerprint(want, sizeof want);
 
 	o = opts(5000);
 	rc = ssh_connect(&c, &why, &o, err);
@@ -195,16 +200,7 @@ main(void)
 	o = opts(5000);
 	o.accept_new = 1;
 	rc = ssh_connect(&c, &why, &o, err);
-	snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s/host_ed25519.pub | awk '{print $2}'", dir);
-	{
-		FILE *p = popen(cmd, "r");
-
-		fp[0] = '\0';
-		if (p && fgets(fp, sizeof fp, p))
-			fp[strcspn(fp, "\n")] = '\0';
-		if (p)
-			pclose(p);
-	}
+	host_fingerprint(fp, sizeof fp);
 	UNIT_OK(rc != LM_OK && why == SSH_HOSTKEY_MISMATCH, "a changed host key is refused, even with accept-new");
 	UNIT_HAS(err, want, "... showing the recorded fingerprint");
 	UNIT_HAS(err, fp, "... and the new one");
