@@ -10,8 +10,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -pthread
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-LIB_SRC  := $(filter-out plugin/main.c plugin/cli.c plugin/cmd_%.c,$(wildcard plugin/*.c))
-CMD_SRC  := plugin/main.c plugin/cli.c $(wildcard plugin/cmd_*.c)
+LIB_SRC  := $(filter-out plugin/main.c plugin/cli%.c plugin/cmd_%.c,$(wildcard plugin/*.c))
+CMD_SRC  := plugin/main.c $(wildcard plugin/cli*.c) $(wildcard plugin/cmd_*.c)
 HDRS     := $(wildcard plugin/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "lume.h"
 
 int
 cli_error(int code, const char *fmt, ...)
@@ -174,6 +173,7 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1011: c->all = 1; return 1;
 	case 1012: c->ssh.lume_default_password = 1; return 1;
 	case 1013: return cli_number(arg, "--port", cmd, 1, 65535, &c->port);
+	case 1014: c->hosts_file = arg; return 1;
 	case 1020: c->target = arg; return 1;
 	case 1021: c->profile = arg; return 1;
 	case 1022: c->workload = arg; return 1;
@@ -187,8 +187,8 @@ cli_conn_check(cli_conn *c, int nvms, const char *cmd)
 {
 	if (c->all && (nvms > 0 || c->nhosts > 0))
 		return cli_error(EXIT_USAGE, "%s: --all takes no VM names or --host", cmd);
-	if (!c->all && nvms == 0 && c->nhosts == 0)
-		return cli_error(EXIT_USAGE, "%s: name at least one VM, --host user@addr, or --all", cmd);
+	if (!c->all && nvms == 0 && c->nhosts == 0 && c->hosts_file == NULL)
+		return cli_error(EXIT_USAGE, "%s: name at least one VM, --host user@addr, --hosts FILE, or --all", cmd);
 	if (c->ssh.lume_default_password)
 		fprintf(stderr, "lume-metal: warning: --lume-default-password: trying Lume's published default "
 		    "password; set a real one on any guest that is reachable by others\n");
@@ -204,134 +204,6 @@ cli_conn_free(cli_conn *c)
 	c->info = NULL;
 	free(c->payload);
 	c->payload = NULL;
-}
-
-/* The VMs a command names, in order. */
-typedef struct {
-	guest_target **targets;
-	size_t n;
-} target_list;
-
-static int
-add_target(target_list *p, guest_target *t)
-{
-	guest_target **v = reallocarray(p->targets, p->n + 1, sizeof *v);
-
-	if (v == NULL)
-		return -1;
-	v[p->n++] = t;
-	p->targets = v;
-	return 0;
-}
-
-static void
-print_results(cJSON **results, size_t n, int json)
-{
-	cJSON *summary = cJSON_CreateObject();
-
-	for (size_t i = 0; i < n; i++) {
-		const char *state = cJSON_GetObjectItemCaseSensitive(results[i], "state")->valuestring;
-		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(results[i], "message");
-		cJSON *cnt = cJSON_GetObjectItemCaseSensitive(summary, state);
-
-		if (cnt)
-			cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
-		else
-			cJSON_AddNumberToObject(summary, state, 1);
-		if (json)
-			cli_print_json(results[i]);
-		else
-			printf("%-24s %-18s %s\n", cJSON_GetObjectItemCaseSensitive(results[i], "vm")->valuestring, state,
-			    cJSON_IsString(msg) ? msg->valuestring : "");
-	}
-	if (json) {
-		cJSON *o = cJSON_CreateObject();
-
-		cJSON_AddNumberToObject(summary, "total", (double)n);
-		cJSON_AddItemToObject(o, "summary", summary);
-		cli_print_json(o);
-		cJSON_Delete(o);
-		return;
-	}
-	printf("# %zu VM(s):", n);
-	for (cJSON *it = summary->child; it; it = it->next)
-		printf(" %s %d", it->string, (int)it->valuedouble);
-	printf("\n");
-	cJSON_Delete(summary);
-}
-
-int
-cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
-    deploy_opts *o, const char *cmd)
-{
-	target_list p = {0};
-	cJSON **results = NULL;
-	char err[LM_ERRLEN];
-	int rc = EXIT_OK, stopped;
-
-	o->state = c->state;
-	o->lume = c->lume;
-	o->ssh = c->ssh;
-	o->timeout_s = c->timeout_s;
-	o->wait_s = c->wait_s;
-	for (int i = 0; i < nvms; i++) {
-		guest_target *t;
-
-		if (guest_target_lume(&t, vms[i], c->ssh.user, err) != LM_OK || (t->port = c->port, add_target(&p, t)) != 0) {
-			rc = cli_fail(LM_EFAIL, err);
-			goto done;
-		}
-	}
-	for (size_t i = 0; i < c->nhosts; i++) {
-		guest_target *t;
-
-		if ((rc = guest_target_host(&t, c->hosts[i], c->ssh.user, err)) != LM_OK) {
-			rc = cli_fail(rc, err);
-			goto done;
-		}
-		if (add_target(&p, t) != 0) {
-			guest_target_free(t);
-			rc = cli_error(EXIT_SOMEFAIL, "out of memory");
-			goto done;
-		}
-	}
-	if (c->all) {
-		lume_vm **all;
-		size_t n;
-
-		if ((rc = lume_list(&all, &n, c->lume, err)) != LM_OK) {
-			rc = cli_fail(rc, err);
-			goto done;
-		}
-		for (size_t i = 0; i < n; i++) {
-			guest_target *t = NULL;
-
-			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK && (t->port = c->port, add_target(&p, t)) != 0)
-				guest_target_free(t);
-			lume_vm_free(all[i]);
-		}
-		free(all);
-		if (p.n == 0) {
-			rc = cli_error(EXIT_SOMEFAIL, "%s --all: lume lists no VMs", cmd);
-			goto done;
-		}
-	}
-	if ((results = calloc(p.n, sizeof *results)) == NULL) {
-		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
-		goto done;
-	}
-	stopped = fleet_run(results, p.targets, p.n, fn, o, &c->fleet);
-	print_results(results, p.n, c->json);
-	rc = stopped ? EXIT_SOMEFAIL : deploy_exit_code(results, p.n); /* a stopped run is exit 1 */
-done:
-	for (size_t i = 0; i < p.n; i++) {
-		guest_target_free(p.targets[i]);
-		if (results)
-			cJSON_Delete(results[i]);
-	}
-	free(p.targets);
-	free(results);
-	return rc;
 }
 
 int

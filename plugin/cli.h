@@ -55,6 +55,7 @@ typedef struct {
 	const char *lume;      /* --lume PATH, default "lume" on $PATH */
 	const char **hosts;    /* --host values */
 	size_t nhosts;
+	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
 	int timeout_s, json, all, wait_s, port;
 	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
 	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
@@ -72,7 +73,7 @@ typedef struct {
 	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
 	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
 	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
-	{"port", required_argument, NULL, 1013}
+	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}
 #define CLI_CONN_SHORT "u:i:"
 #define CLI_FLEET_OPTIONS \
 	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \
@@ -89,9 +90,10 @@ int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
 
-/* Runs fn on every VM named by vms, --host and --all, --parallel at a time, then prints one
- * line (or with --json one object) per VM in the order given and a summary; returns the exit
- * code of deploy_exit_code. */
+/* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
+ * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
+ * line (or with --json one object) per VM in the order given. Then a summary by state and by
+ * image version. Returns the exit code of deploy_exit_code (1 when the run stopped early). */
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
     deploy_opts *o, const char *cmd);
 

@@ -36,8 +36,8 @@ static const char rollback_script[] =
     "for r in current previous; do f=\"$1/$r/bin/rollback.sh\"; [ -f \"$f\" ] && exec sh \"$f\" \"$2\"; done\n"
     "printf '{\"result\":\"nothing-to-do\",\"to\":\"%s\",\"reason\":\"nothing is installed\"}\\n' \"$2\"";
 
-static const char *
-why_state(int why)
+const char *
+deploy_why_state(int why)
 {
 	switch (why) {
 	case SSH_TIMEOUT: return "timeout";
@@ -61,7 +61,10 @@ result_new(const guest_target *t, const char *state)
 static void
 set_state(cJSON *r, const char *state, const char *message)
 {
-	cJSON_ReplaceItemInObject(r, "state", cJSON_CreateString(state));
+	cJSON *s = cJSON_CreateString(state);
+
+	if (!cJSON_ReplaceItemInObjectCaseSensitive(r, "state", s))
+		cJSON_AddItemToObject(r, "state", s); /* r had none (a sub-result such as "probe") */
 	if (message != NULL) {
 		cJSON_DeleteItemFromObject(r, "message");
 		cJSON_AddStringToObject(r, "message", message);
@@ -79,7 +82,7 @@ connect_vm(cJSON *r, guest_target *t, const deploy_opts *o)
 
 	so.deadline_ms = lm_now_ms() + (int64_t)o->timeout_s * 1000;
 	if (guest_connect(&c, &why, t, &so, o->lume, o->wait_s, err) != LM_OK) {
-		set_state(r, why ? why_state(why) : "unreachable", err);
+		set_state(r, why ? deploy_why_state(why) : "unreachable", err);
 		return NULL;
 	}
 	if (t->host)
@@ -130,9 +133,12 @@ vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
 	return LM_OK;
 }
 
+/* Ends the session; r gets "sshExecs", the channels the operation opened. */
 static void
-vm_close(vm_session *s)
+vm_close(vm_session *s, cJSON *r)
 {
+	if (s->c && r && !cJSON_HasObjectItem(r, "sshExecs"))
+		cJSON_AddNumberToObject(r, "sshExecs", ssh_exec_count(s->c));
 	cJSON_Delete(s->key);
 	guest_facts_clear(&s->f);
 	ssh_close(s->c);
@@ -222,6 +228,8 @@ record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 	cJSON_AddStringToObject(rec, "vm", t->name);
 	if (t->host)
 		cJSON_AddStringToObject(rec, "address", t->host);
+	if (t->via)
+		cJSON_AddStringToObject(rec, "host", t->via);
 	cJSON_AddStringToObject(rec, "controller", host);
 	if (o->info) {
 		cJSON_AddStringToObject(rec, "payloadSha256", o->info->sha256);
@@ -327,7 +335,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	}
 done:
 	cJSON_Delete(doc);
-	vm_close(&s);
+	vm_close(&s, r);
 	return LM_OK;
 }
 
@@ -380,7 +388,7 @@ deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		return LM_OK;
 	if (probe_in_guest(r, s.c, o) == LM_OK)
 		set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "pass")) ? "probed" : "validation-failed", NULL);
-	vm_close(&s);
+	vm_close(&s, r);
 	return LM_OK;
 }
 
@@ -426,7 +434,7 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:
 	cJSON_Delete(doc);
-	vm_close(&s);
+	vm_close(&s, r);
 	return LM_OK;
 }
 
@@ -474,7 +482,7 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	record(r, o, s.key, rec);
 	cJSON_Delete(rec);
 done:
-	vm_close(&s);
+	vm_close(&s, r);
 	return LM_OK;
 }
 
@@ -772,7 +780,7 @@ done:
 	lm_buf_free(&md);
 	lm_buf_free(&cmdline);
 	free(lb);
-	vm_close(&s);
+	vm_close(&s, r);
 	return LM_OK;
 }
 

@@ -46,6 +46,9 @@ int deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *er
  * failed arm is "failed" with the reason, and records nothing. */
 int deploy_bench(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 
+/* The end state for a failed connect's SSH_* reason ("unreachable" for 0). */
+const char *deploy_why_state(int why);
+
 /* The exit code for a set of results: 0 all good, 3 when any was refused by a gate (and
  * none failed otherwise), 1 when any failed. */
 int deploy_exit_code(cJSON *const *results, size_t n);

@@ -9,7 +9,7 @@
 
 typedef struct {
 	pthread_mutex_t mu;
-	size_t next, end, n, failed;  /* next VM; end of the current wave; all; failures so far */
+	size_t next, start, n, failed, done; /* next wave's first VM; this wave's; all; failures; finished */
 	int stopped;
 	const char *why;              /* why the run stopped */
 	guest_target **targets;
@@ -52,84 +52,131 @@ skipped(const guest_target *t, const char *why)
 	return o;
 }
 
+typedef struct {
+	pthread_mutex_t mu;
+	size_t next, n;
+	void (*fn)(void *, size_t);
+	void *ctx;
+} each_run;
+
 static void *
-worker(void *arg)
+each_worker(void *arg)
 {
-	run *r = arg;
-	char err[LM_ERRLEN];
+	each_run *e = arg;
 
 	for (;;) {
 		size_t i;
-		cJSON *res = NULL;
 
-		pthread_mutex_lock(&r->mu);
-		if (r->next >= r->end || r->stopped) {
-			pthread_mutex_unlock(&r->mu);
+		pthread_mutex_lock(&e->mu);
+		i = e->next++;
+		pthread_mutex_unlock(&e->mu);
+		if (i >= e->n)
 			return NULL;
-		}
-		i = r->next++;
-		pthread_mutex_unlock(&r->mu);
-		if (r->fn(&res, r->targets[i], r->o, err) != LM_OK || res == NULL) {
-			cJSON_Delete(res);
-			res = cJSON_CreateObject();
-			cJSON_AddStringToObject(res, "vm", r->targets[i]->name);
-			cJSON_AddStringToObject(res, "state", "failed");
-			cJSON_AddStringToObject(res, "message", err);
-		}
-		pthread_mutex_lock(&r->mu);
-		r->results[i] = res;
-		if (fleet_failed(res)) {
-			r->failed++;
-			if (over_budget(r) && !r->stopped) {
-				r->stopped = 1;
-				r->why = "the failure budget was exceeded; not started";
-			}
-		}
-		pthread_mutex_unlock(&r->mu);
+		e->fn(e->ctx, i);
 	}
+}
+
+void
+fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+	each_run e = {.mu = PTHREAD_MUTEX_INITIALIZER, .n = n, .fn = fn, .ctx = ctx};
+	size_t nth = (size_t)(parallel > 0 ? parallel : 1), started = 0;
+	pthread_attr_t at;
+	pthread_t *th;
+
+	if (nth > n)
+		nth = n;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 512u << 10); /* the deepest path (SFTP upload) uses ~60 KiB */
+	if (nth > 1 && (th = calloc(nth, sizeof *th)) != NULL) {
+		for (; started < nth; started++)
+			if (pthread_create(&th[started], &at, each_worker, &e) != 0)
+				break;
+		if (started == 0)
+			each_worker(&e);
+		for (size_t i = 0; i < started; i++)
+			pthread_join(th[i], NULL);
+		free(th);
+	} else
+		each_worker(&e);
+	pthread_attr_destroy(&at);
+}
+
+/* Stores VM i's result, counts it against the budget and reports it. Under r->mu. */
+static void
+settle(run *r, size_t i, cJSON *res)
+{
+	r->results[i] = res;
+	r->done++;
+	if (fleet_failed(res)) {
+		r->failed++;
+		if (over_budget(r) && !r->stopped) {
+			r->stopped = 1;
+			r->why = "the failure budget was exceeded; not started";
+		}
+	}
+	if (r->f->progress)
+		r->f->progress(r->f->progress_ctx, i, res, r->done, r->n);
+}
+
+/* One VM of the current wave; none is started once the run has stopped. */
+static void
+run_vm(void *arg, size_t k)
+{
+	run *r = arg;
+	size_t i = r->start + k;
+	char err[LM_ERRLEN];
+	cJSON *res = NULL;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->stopped) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (r->fn(&res, r->targets[i], r->o, err) != LM_OK || res == NULL) {
+		cJSON_Delete(res);
+		res = cJSON_CreateObject();
+		cJSON_AddStringToObject(res, "vm", r->targets[i]->name);
+		cJSON_AddStringToObject(res, "state", "failed");
+		cJSON_AddStringToObject(res, "message", err);
+	}
+	pthread_mutex_lock(&r->mu);
+	settle(r, i, res);
+	pthread_mutex_unlock(&r->mu);
 }
 
 /* Runs the VMs from r->next up to end on the pool. */
 static void
 wave(run *r, size_t end)
 {
-	size_t nth = (size_t)(r->f->parallel > 0 ? r->f->parallel : 1), started = 0;
-	pthread_t *th;
-
-	r->end = end;
-	if (nth > end - r->next)
-		nth = end - r->next;
-	if ((th = calloc(nth ? nth : 1, sizeof *th)) != NULL)
-		for (; started < nth; started++)
-			if (pthread_create(&th[started], NULL, worker, r) != 0)
-				break;
-	if (started == 0)
-		worker(r);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	r->start = r->next;
+	fleet_each(end - r->start, r->f->parallel, run_vm, r);
+	r->next = end;
 }
 
-/* Rolls back, to previous, every VM whose result says this run deployed it. */
+/* Rolls VM i back to previous when its result says this run deployed it. */
 static void
-roll_back(run *r)
+roll_back_vm(void *arg, size_t i)
 {
+	run *r = arg;
 	deploy_opts o = *r->o;
 	char err[LM_ERRLEN];
+	const cJSON *s = r->results[i] ? cJSON_GetObjectItemCaseSensitive(r->results[i], "state") : NULL;
+	cJSON *rb = NULL, *wrap;
 
+	if (!cJSON_IsString(s) || strcmp(s->valuestring, "deployed") != 0)
+		return;
 	o.to = "previous";
 	o.payload = NULL;
-	for (size_t i = 0; i < r->n; i++) {
-		const cJSON *s = r->results[i] ? cJSON_GetObjectItemCaseSensitive(r->results[i], "state") : NULL;
-		cJSON *rb = NULL, *wrap;
-
-		if (!cJSON_IsString(s) || strcmp(s->valuestring, "deployed") != 0)
-			continue;
-		deploy_rollback(&rb, r->targets[i], &o, err);
-		wrap = rb ? rb : skipped(r->targets[i], err);
-		cJSON_AddItemToObject(wrap, "deploy", r->results[i]);
-		r->results[i] = wrap;
-	}
+	deploy_rollback(&rb, r->targets[i], &o, err);
+	wrap = rb ? rb : skipped(r->targets[i], err);
+	pthread_mutex_lock(&r->mu);
+	cJSON_AddItemToObject(wrap, "deploy", r->results[i]);
+	r->results[i] = wrap;
+	if (r->f->progress)
+		r->f->progress(r->f->progress_ctx, i, wrap, r->done, r->n);
+	pthread_mutex_unlock(&r->mu);
 }
 
 int
@@ -153,9 +200,12 @@ fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const 
 	while (!r.stopped && r.next < n)
 		wave(&r, r.next + size < n ? r.next + size : n);
 	for (size_t i = 0; i < n; i++)
-		if (results[i] == NULL)
-			results[i] = skipped(targets[i], r.why ? r.why : "not started");
+		if (results[i] == NULL) {
+			pthread_mutex_lock(&r.mu);
+			settle(&r, i, skipped(targets[i], r.why ? r.why : "not started"));
+			pthread_mutex_unlock(&r.mu);
+		}
 	if (r.stopped && f->rollback_on_fail)
-		roll_back(&r);
+		fleet_each(n, f->parallel, roll_back_vm, &r);
 	return r.stopped;
 }

@@ -1,4 +1,5 @@
-/* fleet: runs one per-VM operation over many VMs with a fixed pool of threads (--parallel),
+/* fleet: runs one per-VM operation over many VMs with a fixed pool of threads (--parallel,
+ * at most that many threads, none per VM; each blocks on its VM's socket with a deadline),
  * as a staged rollout: a canary wave, then waves of --batch, under a failure budget, with an
  * optional rollback of what the run changed. Semantics follow Ansible's `serial` and
  * `max_fail_percentage`, except that the budget is checked before each VM starts (not only
@@ -12,13 +13,23 @@
 
 typedef int (*fleet_fn)(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 
+/* Called, one call at a time, as each VM finishes (again when it is rolled back): index i,
+ * its result (borrowed), and how many of n are done. */
+typedef void (*fleet_progress)(void *ctx, size_t i, const cJSON *result, size_t done, size_t n);
+
 typedef struct {
 	int parallel;          /* threads, at least 1 */
 	int canary;            /* VMs in the first wave, which must all pass; 0 for none */
 	int batch, batch_pct;  /* later waves: this many VMs, or this percentage of all; 0 for one wave */
 	int max_fail, max_fail_pct; /* budget: more failures than this stops the run; -1 for none */
 	int rollback_on_fail;  /* when stopped: VMs this run deployed go back to previous */
+	fleet_progress progress; /* or NULL */
+	void *progress_ctx;
 } fleet_opts;
+
+/* Calls fn(ctx, i) for every i in [0, n) on at most `parallel` threads (the pool); returns
+ * when all are done. fn runs concurrently with itself. */
+void fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx);
 
 /* True for the states that count as a failure against the budget. */
 int fleet_failed(const cJSON *result);

@@ -107,6 +107,7 @@ guest_target_free(guest_target *t)
 	free(t->lume);
 	free(t->user);
 	free(t->host);
+	free(t->via);
 	free(t);
 }
 
@@ -132,6 +133,14 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 	o.host = t->host;
 	o.port = t->port;
 	o.user = t->user;
+	if (t->relay != NULL) {
+		int fd, rc;
+
+		o.host_key_alias = t->name; /* NAT addresses repeat from one Mac host to the next */
+		rc = relay_open(t->relay, t->relay_host, t->host, t->port, o.deadline_ms, &fd, why, err);
+
+		return rc != LM_OK ? rc : ssh_connect_fd(out, why, &o, fd, err);
+	}
 	return ssh_connect(out, why, &o, err);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "relay.h"
 #include "ssh.h"
 
 #define GUEST_ROOT "~/Library/Application Support/lume-metal"
@@ -15,6 +16,9 @@ typedef struct {
 	char *lume;   /* Lume VM name, or NULL for --host */
 	char *user, *host;
 	int port;
+	char *via;          /* the Mac host's label when reached through it (--hosts), or NULL */
+	relay *relay;       /* not owned: the relay that reaches it, with its host's index */
+	size_t relay_host;
 } guest_target;
 
 /* Parses "user@addr[:port]" or "[v6]:port" (default user used when no "user@"). */
@@ -31,7 +35,7 @@ typedef struct {
 } guest_facts;
 
 /* Resolves t (through lume when it is a Lume name, with wait_s) and connects with base's
- * credentials and deadline. *why gets an SSH_* reason on failure (0 for lume errors). */
+ * credentials and deadline, through t->relay when set. *why gets an SSH_* reason on failure (0 for lume errors). */
 int guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, const char *lume,
     int wait_s, char *err);
 

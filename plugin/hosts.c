@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fleet.h"
 #include "util.h"
 
 #define HOSTS_MAX (4u << 20)
@@ -143,4 +144,49 @@ hosts_free(guest_target **v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		guest_target_free(v[i]);
 	free(v);
+}
+
+typedef struct {
+	hosts_conn *out;
+	guest_target **hosts;
+	const ssh_opts *base;
+	int timeout_s;
+} connect_run;
+
+static void
+connect_one(void *arg, size_t i)
+{
+	connect_run *r = arg;
+	hosts_conn *h = &r->out[i];
+	ssh_opts o = *r->base;
+
+	memset(h, 0, sizeof *h);
+	o.host = r->hosts[i]->host;
+	o.port = r->hosts[i]->port;
+	o.user = r->hosts[i]->user;
+	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
+	if (ssh_connect(&h->c, &h->why, &o, h->err) != LM_OK)
+		return;
+	if (lume_list_remote(&h->vms, &h->nvms, h->c, h->err) != LM_OK) {
+		ssh_close(h->c);
+		h->c = NULL;
+	}
+}
+
+void
+hosts_connect(hosts_conn *out, guest_target **hosts, size_t n, const ssh_opts *base, int timeout_s, int parallel)
+{
+	connect_run r = {.out = out, .hosts = hosts, .base = base, .timeout_s = timeout_s};
+
+	fleet_each(n, parallel, connect_one, &r);
+}
+
+void
+hosts_conn_clear(hosts_conn *h)
+{
+	ssh_close(h->c);
+	for (size_t i = 0; i < h->nvms; i++)
+		lume_vm_free(h->vms[i]);
+	free(h->vms);
+	memset(h, 0, sizeof *h);
 }

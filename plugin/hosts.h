@@ -10,10 +10,27 @@
 #include <stddef.h>
 
 #include "guest.h"
+#include "lume.h"
 
 /* Loads path into *out (n entries; caller frees with hosts_free). Errors name the file and
  * line or entry (LM_EINPUT); an empty file or a label given twice is an error too. */
 int hosts_load(guest_target ***out, size_t *n, const char *path, const char *default_user, char *err);
 void hosts_free(guest_target **v, size_t n);
+
+/* One Mac host after hosts_connect: its session and its VMs, or why it could not be had. */
+typedef struct {
+	ssh_conn *c;     /* owned, or NULL on failure */
+	int why;         /* SSH_* reason on failure, 0 when lume failed */
+	char err[LM_ERRLEN];
+	lume_vm **vms;   /* owned: `lume ls` there */
+	size_t nvms;
+} hosts_conn;
+
+/* Connects to hosts[0..n) `parallel` at a time (the fleet pool), each within timeout_s, with
+ * base's credentials and known hosts (the user and port are each host's), and lists its VMs.
+ * out[i] (n of them) gets host i; clear each with hosts_conn_clear. */
+void hosts_connect(hosts_conn *out, guest_target **hosts, size_t n, const ssh_opts *base, int timeout_s,
+    int parallel);
+void hosts_conn_clear(hosts_conn *h);
 
 #endif

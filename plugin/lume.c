@@ -142,33 +142,75 @@ lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, char
 	return rc;
 }
 
+/* Lume's `ls` output as VMs. */
+static int
+parse_list(lume_vm ***out, size_t *n, const char *text, int st, const char *where, char *err)
+{
+	cJSON *doc = NULL;
+	const cJSON *it;
+
+	*out = NULL;
+	*n = 0;
+	if (st != 0 || (doc = text ? lume_parse_output(text) : NULL) == NULL)
+		return lm_err(err, LM_EFAIL, "%slume ls exited %d without a VM list", where, st);
+	if ((*out = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof **out)) == NULL) {
+		cJSON_Delete(doc);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	cJSON_ArrayForEach(it, doc)
+		if (((*out)[*n] = vm_from_json(it)) != NULL)
+			(*n)++;
+	cJSON_Delete(doc);
+	return LM_OK;
+}
+
 int
 lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
 {
 	const char *argv[] = {lume, "ls", "--format", "json", NULL};
 	lm_buf o = {0}, e = {0};
-	cJSON *doc = NULL;
-	const cJSON *it;
 	int st = 0, rc;
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = run_lume(&o, &e, &st, argv, err)) != LM_OK)
-		goto done;
-	if (st != 0 || (doc = o.data ? lume_parse_output(o.data) : NULL) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "lume ls exited %d without a VM list", st);
-		goto done;
-	}
-	if ((*out = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof **out)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	cJSON_ArrayForEach(it, doc)
-		if (((*out)[*n] = vm_from_json(it)) != NULL)
-			(*n)++;
-done:
-	cJSON_Delete(doc);
+	if ((rc = run_lume(&o, &e, &st, argv, err)) == LM_OK)
+		rc = parse_list(out, n, o.data, st, "", err);
 	lm_buf_free(&o);
 	lm_buf_free(&e);
+	return rc;
+}
+
+/* Where Lume's installer and Homebrew put it; a non-interactive ssh session has a short PATH. */
+static const char remote_ls[] =
+    "PATH=\"$HOME/.local/bin:/opt/homebrew/bin:/usr/local/bin:$PATH\"; export PATH\n"
+    "command -v lume >/dev/null 2>&1 || { echo 'lume is not installed on this host (not on PATH, "
+    "~/.local/bin, /opt/homebrew/bin or /usr/local/bin)' >&2; exit 127; }\n"
+    "exec lume ls --format json";
+
+int
+lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err)
+{
+	const char *argv[] = {"sh", "-c", remote_ls, NULL};
+	lm_buf cmd = {0};
+	ssh_result r;
+	char where[320];
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(where, sizeof where, "%s: ", ssh_where(c));
+	if (ssh_quote_argv(&cmd, argv) != LM_OK) {
+		lm_buf_free(&cmd);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	if ((rc = ssh_exec(c, cmd.data, NULL, 0, &r, err)) == LM_OK) {
+		if (r.exit_code == 127)
+			rc = lm_err(err, LM_EFAIL, "%s%.*s", where, (int)strcspn(r.err.data ? r.err.data : "", "\n"),
+			    r.err.data ? r.err.data : "");
+		else
+			rc = parse_list(out, n, r.out.data, r.exit_code, where, err);
+		ssh_result_free(&r);
+	}
+	lm_buf_free(&cmd);
 	return rc;
 }

@@ -5,6 +5,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "ssh.h"
+
 typedef struct {
 	char *name, *status, *ip, *os;
 	int ssh_available; /* 1 true, 0 false, -1 null */
@@ -23,6 +25,10 @@ int lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, 
 /* Runs `lume ls --format json`: *out gets an array of VMs and *n their count (caller frees
  * each with lume_vm_free and the array with free). */
 int lume_list(lume_vm ***out, size_t *n, const char *lume, char *err);
+
+/* The same on a Mac host over its session c (lume looked up on PATH, ~/.local/bin and
+ * Homebrew's directories); errors name the host. */
+int lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err);
 
 void lume_vm_free(lume_vm *vm);
 

@@ -25,6 +25,7 @@ struct ssh_conn {
 	ssh_opts opt; /* a copy; its strings must outlive the connection */
 	const ssh_opts *o;
 	char where[300]; /* user@host:port, for messages */
+	unsigned execs;  /* channels opened: exec, SFTP, SCP */
 };
 
 /* Sets the session's per-call timeout to what is left; false when nothing is left. */
@@ -149,6 +150,19 @@ known_fingerprint(char out[64], const char *b64)
 	free(blob);
 }
 
+/* The name and port a host key is known under. */
+static const char *
+key_name(const ssh_conn *c)
+{
+	return c->o->host_key_alias ? c->o->host_key_alias : c->o->host;
+}
+
+static int
+key_port(const ssh_conn *c)
+{
+	return c->o->host_key_alias ? 22 : c->o->port ? c->o->port : 22;
+}
+
 /* Adds a host key to known_hosts. Workers of one run and other runs may add keys at the same
  * time: the file is read, checked again and rewritten under a mutex and an flock, so no
  * writer drops another's line. */
@@ -175,7 +189,7 @@ add_known(ssh_conn *c, const char *name, const char *key, size_t len, int mask, 
 	if (access(c->o->known_hosts, F_OK) == 0 &&
 	    libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0)
 		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
-	else if ((r = libssh2_knownhost_checkp(kh, c->o->host, c->o->port ? c->o->port : 22, key, len, mask, &found)) ==
+	else if ((r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask, &found)) ==
 	    LIBSSH2_KNOWNHOST_CHECK_MATCH)
 		rc = LM_OK; /* added meanwhile */
 	else if (libssh2_knownhost_addc(kh, name, NULL, key, len, "lume-metal", 10, mask, NULL) != 0 ||
@@ -196,7 +210,7 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 	struct libssh2_knownhost *found = NULL;
 	const char *key;
 	size_t len;
-	int type, mask, r, rc = LM_OK, port = c->o->port ? c->o->port : 22;
+	int type, mask, r, rc = LM_OK, port = key_port(c);
 	char fp[64], old[64], name[300];
 
 	*why = SSH_PROTOCOL;
@@ -215,7 +229,7 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
 		goto done;
 	}
-	r = libssh2_knownhost_checkp(kh, c->o->host, port, key, len, mask, &found);
+	r = libssh2_knownhost_checkp(kh, key_name(c), port, key, len, mask, &found);
 	if (r == LIBSSH2_KNOWNHOST_CHECK_MATCH)
 		goto done;
 	if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
@@ -233,9 +247,9 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 		goto done;
 	}
 	if (port == 22)
-		snprintf(name, sizeof name, "%s", c->o->host);
+		snprintf(name, sizeof name, "%s", key_name(c));
 	else
-		snprintf(name, sizeof name, "[%s]:%d", c->o->host, port);
+		snprintf(name, sizeof name, "[%s]:%d", key_name(c), port);
 	rc = add_known(c, name, key, len, mask, err);
 	if (rc != LM_OK)
 		*why = SSH_HOSTKEY_UNKNOWN;
@@ -318,23 +332,14 @@ prefer_hostkeys(LIBSSH2_SESSION *s)
 		libssh2_session_method_pref(s, LIBSSH2_METHOD_HOSTKEY, pref);
 }
 
-int
-ssh_connect(ssh_conn **out, int *why_out, const ssh_opts *o, char *err)
+/* The SSH layer over c->fd: handshake, host key, authentication. */
+static int
+session_start(ssh_conn *c, int *why_out, char *err)
 {
-	ssh_conn *c = calloc(1, sizeof *c);
+	const ssh_opts *o = c->o;
 	int why = SSH_PROTOCOL, rc, r = 0;
 	char *methods;
 
-	*out = NULL;
-	if (c == NULL)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	c->fd = -1;
-	c->opt = *o;
-	c->o = &c->opt;
-	snprintf(c->where, sizeof c->where, "%s@%s%s%s:%d", o->user, strchr(o->host, ':') ? "[" : "", o->host,
-	    strchr(o->host, ':') ? "]" : "", o->port ? o->port : 22);
-	if ((rc = tcp_connect(c, &why, err)) != LM_OK)
-		goto fail;
 	if ((c->s = libssh2_session_init()) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
 		goto fail;
@@ -371,13 +376,88 @@ ssh_connect(ssh_conn **out, int *why_out, const ssh_opts *o, char *err)
 			goto fail;
 		}
 	}
-	*out = c;
 	return LM_OK;
 fail:
 	if (why_out)
 		*why_out = why;
+	return rc;
+}
+
+static ssh_conn *
+conn_new(const ssh_opts *o, int fd)
+{
+	ssh_conn *c = calloc(1, sizeof *c);
+
+	if (c == NULL)
+		return NULL;
+	c->fd = fd;
+	c->opt = *o;
+	c->o = &c->opt;
+	snprintf(c->where, sizeof c->where, "%s@%s%s%s:%d", o->user, strchr(o->host, ':') ? "[" : "", o->host,
+	    strchr(o->host, ':') ? "]" : "", o->port ? o->port : 22);
+	return c;
+}
+
+int
+ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err)
+{
+	ssh_conn *c = conn_new(o, -1);
+	int w = 0, rc;
+
+	*out = NULL;
+	if (c == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if ((rc = tcp_connect(c, &w, err)) == LM_OK && (rc = session_start(c, &w, err)) == LM_OK) {
+		*out = c;
+		return LM_OK;
+	}
+	if (why)
+		*why = w;
 	ssh_close(c);
 	return rc;
+}
+
+int
+ssh_connect_fd(ssh_conn **out, int *why, const ssh_opts *o, int fd, char *err)
+{
+	ssh_conn *c = conn_new(o, fd);
+	int rc;
+
+	*out = NULL;
+	if (c == NULL) {
+		close(fd);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	if ((rc = session_start(c, why, err)) != LM_OK) {
+		ssh_close(c);
+		return rc;
+	}
+	*out = c;
+	return LM_OK;
+}
+
+unsigned
+ssh_exec_count(const ssh_conn *c)
+{
+	return c->execs;
+}
+
+struct _LIBSSH2_SESSION *
+ssh_session(ssh_conn *c)
+{
+	return c->s;
+}
+
+int
+ssh_fd(const ssh_conn *c)
+{
+	return c->fd;
+}
+
+const char *
+ssh_where(const ssh_conn *c)
+{
+	return c->where;
 }
 
 void
@@ -418,6 +498,7 @@ ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result 
 		    time_left(c) ? sess_err(c) : "timed out");
 		goto done;
 	}
+	c->execs++;
 	if (libssh2_channel_exec(ch, cmd) != 0) {
 		rc = lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
 		goto done;
@@ -495,6 +576,7 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		rc = lm_err(err, LM_EFAIL, "%s: cannot start SFTP: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
 		goto done;
 	}
+	c->execs++;
 	h = libssh2_sftp_open(sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC | LIBSSH2_FXF_EXCL,
 	    LIBSSH2_SFTP_S_IRUSR | LIBSSH2_SFTP_S_IWUSR);
 	if (h == NULL) {
@@ -570,6 +652,7 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 		    time_left(c) ? sess_err(c) : "timed out");
 		goto done;
 	}
+	c->execs++;
 	while ((n = read(fd, buf, sizeof buf)) > 0)
 		for (ssize_t off = 0; off < n; off += w) {
 			if (!time_left(c) || (w = libssh2_channel_write(ch, buf + off, (size_t)(n - off))) < 0) {

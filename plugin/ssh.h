@@ -16,6 +16,8 @@ typedef struct {
 	int env_password;           /* also try $LUME_METAL_PASSWORD */
 	int lume_default_password;  /* also try Lume's default "lume"; the caller warns */
 	const char *known_hosts;    /* OpenSSH known_hosts file */
+	const char *host_key_alias; /* check and add the host key under this name (port 22), not
+	                             * host:port, as OpenSSH's HostKeyAlias; or NULL */
 	int accept_new;             /* add an unknown host key instead of refusing */
 	int64_t deadline_ms;        /* lm_now_ms() value by which everything must be done */
 } ssh_opts;
@@ -32,7 +34,19 @@ enum {
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
  * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out. */
 int ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err);
+/* The same over fd, a stream already connected to o->host:o->port (a relay channel): the host
+ * key is still checked under o->host and o->port. fd belongs to the connection (or is closed
+ * on failure). */
+int ssh_connect_fd(ssh_conn **out, int *why, const ssh_opts *o, int fd, char *err);
 void ssh_close(ssh_conn *c);
+
+/* Channels opened so far (exec, SFTP, SCP): the round trips of exec a run cost. */
+unsigned ssh_exec_count(const ssh_conn *c);
+/* For the relay, which drives a host's session itself: the libssh2 session, its socket, and
+ * "user@host:port" for messages. */
+struct _LIBSSH2_SESSION *ssh_session(ssh_conn *c);
+int ssh_fd(const ssh_conn *c);
+const char *ssh_where(const ssh_conn *c);
 
 typedef struct {
 	lm_buf out, err;    /* what the command printed; the caller frees with ssh_result_free */

@@ -6,7 +6,9 @@
 #       --rekey makes a new host key (a rebuilt guest); --home DIR another HOME (it may hold
 #       spaces and quotes); --env K=V more environment (e.g. LUME_METAL_SIM_* for the simulated
 #       device); --sftp-limit BLOCKS runs the SFTP server under `ulimit -f BLOCKS`, so an upload
-#       larger than that kills it mid-transfer (SIGXFSZ), as a guest dying during upload.
+#       larger than that kills it mid-transfer (SIGXFSZ), as a guest dying during upload;
+#       --path DIR puts DIR first on PATH (a "Mac host" gets the simulated lume this way);
+#       --loglevel LEVEL sets sshd's LogLevel (default ERROR) for DIR/sshd.log.
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
 set -eu
@@ -28,13 +30,15 @@ start) ;;
 esac
 addr=$3 port=$4
 shift 4
-password=no rekey=no home=$dir/home env="" sftp=internal-sftp
+password=no rekey=no home=$dir/home env="" sftp=internal-sftp path="" loglevel=ERROR
 while [ $# -gt 0 ]; do
 	case $1 in
 	--password) password=yes ;;
 	--rekey) rekey=yes ;;
 	--home) home=$2; shift ;;
 	--env) env="$env \"$2\""; shift ;;
+	--path) path="$2:"; shift ;;
+	--loglevel) loglevel=$2; shift ;;
 	--sftp-limit)
 		printf '#!/bin/sh\nulimit -f %s\nexec /usr/lib/openssh/sftp-server\n' "$2" >"$dir/sftp-limited"
 		chmod +x "$dir/sftp-limited"
@@ -64,9 +68,9 @@ UsePAM no
 StrictModes no
 PermitRootLogin yes
 AllowTcpForwarding yes
-SetEnv "HOME=$home" PATH=$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin$env
+SetEnv "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin$env
 Subsystem sftp $sftp
-LogLevel ERROR
+LogLevel $loglevel
 MaxStartups 100
 CONF
 /usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"

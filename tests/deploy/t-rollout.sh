@@ -28,7 +28,7 @@ check_grep "... the others are skipped, saying why" '"vm":"f1","state":"skipped"
 check "... and nothing was installed on them" test "$(cur f1)$(cur f3)" = nonenone
 
 check_rc "a passing canary goes on to the rest" 0 lm deploy f1 f3 f4 --payload "$T/a.tar.gz" --canary 1 --batch 1 --accept-new --json
-check_grep "... all deployed" '"summary":\{"deployed":3,"total":3\}' "$T/.out"
+check_grep "... all deployed" '"summary":\{"deployed":3,"total":3,' "$T/.out"
 
 check_rc "a budget of 0 exceeded in the second wave (exit 1)" 1 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" \
 	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --accept-new --json
@@ -38,5 +38,5 @@ check_grep "... f1 and f3 were rolled back" '"vm":"f1","state":"rolled-back".*"d
 check "... to the release they had before" test "$(cur f1) $(cur f3) $(cur f4)" = "releases/$A releases/$A releases/$A"
 check_rc "--batch takes N or P%" 2 lm deploy f1 --payload "$T/a.tar.gz" --batch 0%
 check_rc "--max-fail 25% lets one failure of four through (exit 3: the one was refused by its record)" 3 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" --max-fail 25% --json
-check_grep "... so every other VM is deployed" '"summary":\{"deployed":3,.*"total":4\}' "$T/.out"
+check_grep "... so every other VM is deployed" '"summary":\{"deployed":3,.*"total":4,' "$T/.out"
 t_done
