@@ -109,6 +109,7 @@ int cmd_probe(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
+int cmd_inventory(int argc, char **argv);
 int cmd_host(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

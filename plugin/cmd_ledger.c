@@ -1,4 +1,4 @@
-/* lume-metal ledger: the results per image version, shown or exported. */
+/* lume-metal ledger: the results per image version, shown, exported or merged from other machines. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +77,36 @@ each(const cJSON *doc, const char *path, void *ctx)
 	return 0;
 }
 
+/* ledger merge SRC...: records fetched from other machines into this ledger. */
+static int
+merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
+{
+	ledger_merge_counts n;
+	char err[LM_ERRLEN];
+	int rc;
+
+	if (nsrcs == 0)
+		return cli_error(EXIT_USAGE, "ledger merge: takes one or more SRC (a ledger document, a ledger "
+		    "directory or a state directory); see 'lume-metal help ledger'");
+	if (mode == 'c' || image != NULL)
+		return cli_error(EXIT_USAGE, "ledger merge: takes neither --csv nor --image");
+	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
+		return cli_fail(rc, err);
+	if (mode == 'j') {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "merged", n.merged);
+		cJSON_AddNumberToObject(o, "documents", n.documents);
+		cJSON_AddNumberToObject(o, "present", n.present);
+		cJSON_AddNumberToObject(o, "sources", n.sources);
+		cli_print_json(o);
+		cJSON_Delete(o);
+	} else
+		printf("merged %d record(s) into %d document(s); %d already present\n", n.merged, n.documents,
+		    n.present);
+	return EXIT_OK;
+}
+
 int
 cmd_ledger(int argc, char **argv)
 {
@@ -100,9 +130,11 @@ cmd_ledger(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
+	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
+		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
 	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
 	    strcmp(verb, "export") != 0))
-		return cli_error(EXIT_USAGE, "ledger: takes show or export; see 'lume-metal help ledger'");
+		return cli_error(EXIT_USAGE, "ledger: takes show, export or merge; see 'lume-metal help ledger'");
 	if (strcmp(verb, "export") == 0 && w.mode == 's')
 		w.mode = 'c';
 	if (w.mode == 'c')

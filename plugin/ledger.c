@@ -101,11 +101,14 @@ now_iso(char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-int
-ledger_append(const char *state, const cJSON *key, const cJSON *record, char *err)
+/* One read-modify-write of key's document under its lock: fn changes doc (created empty
+ * when absent) and returns 1 to have it written, 0 to leave it, or an error code. */
+static int
+locked_update(const char *state, const cJSON *key, int (*fn)(cJSON *doc, void *ctx, char *err), void *ctx,
+    char *err)
 {
-	char path[4096], lock[4200], dir[4200], when[32];
-	cJSON *doc = NULL, *rec = NULL;
+	char path[4096], lock[4200], dir[4200];
+	cJSON *doc = NULL;
 	char *text = NULL;
 	int fd = -1, rc;
 
@@ -129,15 +132,8 @@ ledger_append(const char *state, const cJSON *key, const cJSON *record, char *er
 		cJSON_AddItemToObject(doc, "key", cJSON_Duplicate(key, 1));
 		cJSON_AddItemToObject(doc, "records", cJSON_CreateArray());
 	}
-	if ((rec = cJSON_Duplicate(record, 1)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
+	if ((rc = fn(doc, ctx, err)) <= 0)
 		goto done;
-	}
-	if (cJSON_GetObjectItemCaseSensitive(rec, "time") == NULL) {
-		now_iso(when);
-		cJSON_AddStringToObject(rec, "time", when);
-	}
-	cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "records"), rec);
 	if ((text = cJSON_Print(doc)) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 		goto done;
@@ -148,6 +144,28 @@ done:
 	cJSON_Delete(doc);
 	close(fd); /* releases the lock */
 	return rc;
+}
+
+static int
+append_one(cJSON *doc, void *ctx, char *err)
+{
+	cJSON *rec = cJSON_Duplicate(ctx, 1);
+	char when[32];
+
+	if (rec == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if (cJSON_GetObjectItemCaseSensitive(rec, "time") == NULL) {
+		now_iso(when);
+		cJSON_AddStringToObject(rec, "time", when);
+	}
+	cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "records"), rec);
+	return 1;
+}
+
+int
+ledger_append(const char *state, const cJSON *key, const cJSON *record, char *err)
+{
+	return locked_update(state, key, append_one, (void *)record, err);
 }
 
 const cJSON *
@@ -170,18 +188,18 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int
-ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx, char *err)
+/* The document names (*.json, not hidden) in dir, sorted; none when dir does not exist.
+ * *names (n of them) belong to the caller: free_names. */
+static int
+list_docs(char ***names, size_t *n, const char *dir, char *err)
 {
-	char dir[4200], path[4400];
 	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
+	size_t cap = 0;
 	DIR *d;
 	int rc = LM_OK;
 
-	if (lm_fmt(dir, sizeof dir, "%s/ledger", state) < 0)
-		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	*names = NULL;
+	*n = 0;
 	if ((d = opendir(dir)) == NULL)
 		return errno == ENOENT ? LM_OK : lm_err(err, LM_EFAIL, "%s: %s", dir, strerror(errno));
 	while ((de = readdir(d)) != NULL) {
@@ -189,22 +207,47 @@ ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, voi
 
 		if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0 || de->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			char **nn = reallocarray(names, cap = cap ? cap * 2 : 32, sizeof *nn);
+		if (*n == cap) {
+			char **nn = reallocarray(*names, cap = cap ? cap * 2 : 32, sizeof *nn);
 
 			if (nn == NULL) {
 				rc = lm_err(err, LM_EFAIL, "out of memory");
-				goto done;
+				break;
 			}
-			names = nn;
+			*names = nn;
 		}
-		if ((names[n] = strdup(de->d_name)) == NULL) {
+		if (((*names)[*n] = strdup(de->d_name)) == NULL) {
 			rc = lm_err(err, LM_EFAIL, "out of memory");
-			goto done;
+			break;
 		}
-		n++;
+		(*n)++;
 	}
-	qsort(names, n, sizeof *names, cmp_str);
+	closedir(d);
+	if (*n > 0)
+		qsort(*names, *n, sizeof **names, cmp_str);
+	return rc;
+}
+
+static void
+free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int
+ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx, char *err)
+{
+	char dir[4200], path[4400];
+	char **names;
+	size_t n;
+	int rc;
+
+	if (lm_fmt(dir, sizeof dir, "%s/ledger", state) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	if ((rc = list_docs(&names, &n, dir, err)) != LM_OK)
+		goto done;
 	for (size_t i = 0; i < n && rc == LM_OK; i++) {
 		cJSON *doc;
 
@@ -215,9 +258,229 @@ ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, voi
 		}
 	}
 done:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	free_names(names, n);
+	return rc;
+}
+
+/* ledger_merge: every source document read and checked first, then one locked
+ * read-modify-write per document of state. */
+typedef struct {
+	char *path;          /* the source document */
+	cJSON *doc;
+	char target[4096];   /* state's document for its key */
+	int done;            /* merged already (with an earlier one for the same target) */
+} merge_src;
+
+typedef struct {
+	merge_src *v;
+	size_t n;
+} merge_set;
+
+static void
+merge_set_free(merge_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].path);
+		cJSON_Delete(s->v[i].doc);
+	}
+	free(s->v);
+}
+
+/* Why doc is not a ledger document as ledger.c writes one, or NULL when it is. */
+static const char *
+doc_problem(const cJSON *doc, char why[128])
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "format"), *r;
+	int i = 0;
+
+	if (!cJSON_IsObject(doc))
+		return "not a JSON object";
+	if (f != NULL && (!cJSON_IsNumber(f) || f->valuedouble != 1))
+		return "unknown \"format\" (want 1)";
+	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "key")))
+		return "no \"key\" object";
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "records")))
+		return "no \"records\" array";
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		if (!cJSON_IsObject(r) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(r, "time"))) {
+			snprintf(why, 128, "records[%d]: not an object with a \"time\" string", i);
+			return why;
+		}
+		i++;
+	}
+	return NULL;
+}
+
+static int
+add_source(merge_set *s, const char *state, const char *path, char *err)
+{
+	char *text = NULL, why[128];
+	const char *bad;
+	merge_src *nv, *m;
+	int rc;
+
+	if ((rc = lm_read_file(&text, NULL, path, LEDGER_MAX, err)) != LM_OK)
+		return rc;
+	if ((nv = reallocarray(s->v, s->n + 1, sizeof *nv)) == NULL) {
+		free(text);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	s->v = nv;
+	m = memset(&s->v[s->n++], 0, sizeof *m);
+	m->doc = cJSON_Parse(text);
+	free(text);
+	if ((m->path = strdup(path)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if ((bad = m->doc ? doc_problem(m->doc, why) : "not JSON") != NULL)
+		return lm_err(err, LM_EINPUT, "%s: not a ledger document: %s; nothing was merged", path, bad);
+	if (ledger_path(m->target, sizeof m->target, state, cJSON_GetObjectItemCaseSensitive(m->doc, "key")) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	return LM_OK;
+}
+
+/* A document file, a ledger directory, or a state directory holding ledger/. */
+static int
+add_arg(merge_set *s, const char *state, const char *arg, char *err)
+{
+	char dir[4200], path[4400];
+	struct stat st;
+	char **names;
+	size_t n;
+	int rc;
+
+	if (stat(arg, &st) != 0)
+		return lm_err(err, LM_EINPUT, "%s: %s", arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return add_source(s, state, arg, err);
+	if (lm_fmt(dir, sizeof dir, "%s/ledger", arg) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", arg);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		snprintf(dir, sizeof dir, "%s", arg);
+	if ((rc = list_docs(&names, &n, dir, err)) == LM_OK)
+		for (size_t i = 0; i < n && rc == LM_OK; i++)
+			rc = lm_fmt(path, sizeof path, "%s/%s", dir, names[i]) < 0 ?
+			    lm_err(err, LM_EINPUT, "%s: path too long", dir) : add_source(s, state, path, err);
+	free_names(names, n);
+	return rc;
+}
+
+static const char *
+rec_time(const cJSON *r)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
+
+	return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+/* Inserts item into array at index at (at the end when at is past it). Not
+ * cJSON_InsertItemInArray: cJSON 1.7.15's refuses any index but 0 and the end. */
+static void
+insert_at(cJSON *array, int at, cJSON *item)
+{
+	cJSON *next = array->child;
+
+	for (int i = 0; next != NULL && i < at; i++)
+		next = next->next;
+	if (next == NULL) {
+		cJSON_AddItemToArray(array, item);
+		return;
+	}
+	item->next = next;
+	item->prev = next->prev; /* the child's prev is the last item */
+	if (next == array->child)
+		array->child = item;
+	else
+		next->prev->next = item;
+	next->prev = item;
+}
+
+typedef struct {
+	merge_set *set;
+	size_t first;        /* the first source for this target */
+	ledger_merge_counts *out;
+} merge_run;
+
+/* Adds to doc the records of every source for the same target not already in it, each after
+ * the last record whose time is not later than its own. */
+static int
+merge_into(cJSON *doc, void *ctx, char *err)
+{
+	merge_run *r = ctx;
+	cJSON *records = cJSON_GetObjectItemCaseSensitive(doc, "records");
+	const char *target = r->set->v[r->first].target;
+	int changed = 0;
+
+	for (size_t i = r->first; i < r->set->n; i++) {
+		merge_src *m = &r->set->v[i];
+		const cJSON *rec;
+
+		if (m->done || strcmp(m->target, target) != 0)
+			continue;
+		m->done = 1;
+		if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(doc, "key"),
+		    cJSON_GetObjectItemCaseSensitive(m->doc, "key"), 1))
+			return lm_err(err, LM_EFAIL, "%s: its key differs from that of %s, which has the same name",
+			    m->path, target);
+		cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(m->doc, "records")) {
+			const char *t = rec_time(rec);
+			const cJSON *e;
+			cJSON *copy;
+			int at = 0, k = 0, seen = 0;
+
+			cJSON_ArrayForEach(e, records) {
+				k++;
+				if (cJSON_Compare(e, rec, 1)) {
+					seen = 1;
+					break;
+				}
+				if (strcmp(rec_time(e), t) <= 0)
+					at = k;
+			}
+			if (seen) {
+				r->out->present++;
+				continue;
+			}
+			if ((copy = cJSON_Duplicate(rec, 1)) == NULL)
+				return lm_err(err, LM_EFAIL, "out of memory");
+			insert_at(records, at, copy);
+			r->out->merged++;
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
+int
+ledger_merge(ledger_merge_counts *out, const char *state, const char *const *srcs, size_t nsrcs, char *err)
+{
+	merge_set set = {0};
+	int rc = LM_OK;
+
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < nsrcs && rc == LM_OK; i++)
+		rc = add_arg(&set, state, srcs[i], err);
+	/* A document of state that does not parse stops the merge before anything is written. */
+	for (size_t i = 0; i < set.n && rc == LM_OK; i++) {
+		cJSON *doc;
+
+		if ((rc = read_doc(&doc, set.v[i].target, err)) == LM_OK && doc != NULL &&
+		    !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(doc, "key"),
+		    cJSON_GetObjectItemCaseSensitive(set.v[i].doc, "key"), 1))
+			rc = lm_err(err, LM_EFAIL, "%s: its key differs from that of %s, which has the same name",
+			    set.v[i].path, set.v[i].target);
+		cJSON_Delete(doc);
+	}
+	out->sources = (int)set.n;
+	for (size_t i = 0; i < set.n && rc == LM_OK; i++) {
+		merge_run r = {.set = &set, .first = i, .out = out};
+		int before = out->merged;
+
+		if (set.v[i].done)
+			continue;
+		rc = locked_update(state, cJSON_GetObjectItemCaseSensitive(set.v[i].doc, "key"), merge_into, &r, err);
+		if (rc == LM_OK && out->merged > before)
+			out->documents++;
+	}
+	merge_set_free(&set);
 	return rc;
 }

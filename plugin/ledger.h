@@ -30,4 +30,22 @@ const cJSON *ledger_last(const cJSON *doc, const char *kind);
 int ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx,
     char *err);
 
+/* What ledger_merge did: records added, documents of state written, records that were
+ * there already, and source documents read. */
+typedef struct {
+	int merged, documents, present, sources;
+} ledger_merge_counts;
+
+/* Merges ledger documents fetched from other machines into state's ledger. Each of
+ * srcs[0..nsrcs) is a document file, a ledger directory or a state directory holding ledger/
+ * (a directory without documents adds none). Every source document is read and checked
+ * first: one that is not a ledger document (object, "key" object, "records" array of objects
+ * with a "time" string) is an error naming its path (LM_EINPUT), and so is a document of
+ * state that does not parse (LM_EFAIL); either way nothing is written. Then each document of
+ * state is updated once, under its lock as ledger_append does: a record equal to one there
+ * (the whole record) counts as present, any other is inserted after the last record whose
+ * "time" is not later than its own, so a sorted document stays sorted and merging the same
+ * source again adds nothing. *out gets the counts, also after a failure. */
+int ledger_merge(ledger_merge_counts *out, const char *state, const char *const *srcs, size_t nsrcs, char *err);
+
 #endif

@@ -1,5 +1,6 @@
 /* lume-metal: the command table, in the manner of git.c. */
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +87,26 @@ static const cli_command commands[] = {
 	    "probe of a payload for --target (default macos) or --payload runs in a scratch directory to\n"
 	    "show the stock answers (--no-probe skips it). The rollback is recorded in the ledger.\n"
 	    CONN_FLAGS, NULL},
-	{"ledger", cmd_ledger, "show or export the results per image version",
-	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n\n"
+	{"ledger", cmd_ledger, "show, export or merge the results per image version",
+	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n"
+	    "       ledger merge [--state DIR] [--json] SRC...\n\n"
 	    "show (default) prints every image version's records; export prints CSV with the evidence\n"
-	    "results.csv columns plus the key fields. --json prints every document.\n", NULL},
+	    "results.csv columns plus the key fields. --json prints every document.\n\n"
+	    "merge adds the records of ledgers fetched from other machines (SRC: a ledger document, a\n"
+	    "ledger directory, or a state directory holding ledger/) to this one: each record not already\n"
+	    "there goes to the document of its image version, in time order, so merging twice adds\n"
+	    "nothing. Every SRC is checked first; one that is not a ledger document is exit 2, naming it,\n"
+	    "and nothing is written. Prints the records merged, the documents written and the records\n"
+	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n", NULL},
+	{"inventory", cmd_inventory, "the --hosts file as an Ansible dynamic inventory",
+	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
+	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"
+	    "reads it) as the JSON Ansible wants from an inventory script. --list (the default): the group\n"
+	    "mac_hosts and, under _meta.hostvars, each host's ansible_host, ansible_user and ansible_port.\n"
+	    "--host NAME: that host's variables; a name FILE does not list is exit 2.\n"
+	    "scripts/ansible/inventory runs it for `ansible -i`.\n\n"
+	    "  --hosts FILE      the hosts file; a bad line is exit 2, naming the file and line\n"
+	    "  -u, --user USER   the user of hosts that name none (default: lume)\n", NULL},
 	{"host", cmd_host, "the host's paravirtual-graphics preference",
 	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n\n"
 	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
@@ -169,6 +186,8 @@ main(int argc, char **argv)
 
 	if (libssh2_init(0) != 0)
 		return cli_error(EXIT_SOMEFAIL, "libssh2_init failed");
+	/* A guest or relay socket that closes under a write is an error to report, not a death. */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (argc < 2)
 		return usage(stderr);

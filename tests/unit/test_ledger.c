@@ -1,4 +1,5 @@
-/* The ledger: records per image version, 32 concurrent writers, corrupt files left alone. */
+/* The ledger: records per image version, 32 concurrent writers, corrupt files left alone,
+ * ledgers of other machines merged in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,142 @@ count(const cJSON *doc, const char *path, void *ctx)
 	(void)path;
 	*(int *)ctx += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "records"));
 	return 0;
+}
+
+/* Appends a record of kind deploy for vm at time t. */
+static int
+put(const char *state, const cJSON *key, const char *vm, const char *t, char *err)
+{
+	cJSON *r = cJSON_CreateObject();
+	int rc;
+
+	cJSON_AddStringToObject(r, "kind", "deploy");
+	cJSON_AddStringToObject(r, "verdict", "pass");
+	cJSON_AddStringToObject(r, "vm", vm);
+	cJSON_AddStringToObject(r, "time", t);
+	rc = ledger_append(state, key, r, err);
+	cJSON_Delete(r);
+	return rc;
+}
+
+/* The "vm" fields of key's records in order, joined by spaces, into out. */
+static void
+vms(char *out, size_t len, const char *state, const cJSON *key)
+{
+	cJSON *doc = NULL;
+	const cJSON *r;
+	char err[LM_ERRLEN];
+
+	*out = '\0';
+	if (ledger_load(&doc, state, key, err) != LM_OK || doc == NULL)
+		return;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		size_t l = strlen(out);
+
+		snprintf(out + l, len - l, "%s%s", l ? " " : "", cJSON_GetObjectItemCaseSensitive(r, "vm")->valuestring);
+	}
+	cJSON_Delete(doc);
+}
+
+/* Every file under dir with its contents, as one string (caller frees). */
+static char *
+snapshot(const char *d)
+{
+	char cmd[4200], *out = NULL;
+	size_t len = 0;
+	FILE *f, *m = open_memstream(&out, &len);
+
+	snprintf(cmd, sizeof cmd, "cd '%s' && find . -type f | LC_ALL=C sort | xargs cat", d);
+	if ((f = popen(cmd, "r")) != NULL) {
+		int c;
+
+		while ((c = fgetc(f)) != EOF)
+			fputc(c, m);
+		pclose(f);
+	}
+	fclose(m);
+	return out;
+}
+
+static void
+test_merge(const cJSON *k, const cJSON *k2)
+{
+	char err[LM_ERRLEN] = "", a[4200], b[4200], c[4200], got[512], path[4400], *before, *after;
+	ledger_merge_counts n;
+	const char *src[2];
+	int rc;
+
+	snprintf(a, sizeof a, "%s/a", dir), snprintf(b, sizeof b, "%s/b", dir), snprintf(c, sizeof c, "%s/c", dir);
+	/* a: vm1 at 01, vm3 at 03 for k. b: vm4 at 04, vm1 at 01 (the same record), vm2 at 02 and
+	 * vm0 at 00 for k; vm9 for k2, which a has not. */
+	rc = put(a, k, "vm1", "2026-01-01T00:00:01Z", err) | put(a, k, "vm3", "2026-01-01T00:00:03Z", err);
+	rc |= put(b, k, "vm4", "2026-01-01T00:00:04Z", err) | put(b, k, "vm1", "2026-01-01T00:00:01Z", err);
+	rc |= put(b, k, "vm2", "2026-01-01T00:00:02Z", err) | put(b, k2, "vm9", "2026-01-01T00:00:09Z", err);
+	rc |= put(b, k, "vm0", "2026-01-01T00:00:00Z", err);
+	UNIT_OK(rc == LM_OK, "two states with overlapping records %s", err);
+
+	src[0] = b;
+	rc = ledger_merge(&n, a, src, 1, err);
+	UNIT_OK(rc == LM_OK && n.merged == 4 && n.present == 1 && n.documents == 2 && n.sources == 2,
+	    "merging a state adds the 4 new records to 2 documents, 1 already present (%d %d %d %d) %s",
+	    n.merged, n.present, n.documents, n.sources, rc ? err : "");
+	vms(got, sizeof got, a, k);
+	UNIT_OK(strcmp(got, "vm0 vm1 vm2 vm3 vm4") == 0, "... in time order (%s)", got);
+	vms(got, sizeof got, a, k2);
+	UNIT_OK(strcmp(got, "vm9") == 0, "... and a document a had not is created (%s)", got);
+	ledger_path(path, sizeof path, a, k2);
+	UNIT_OK(access(path, F_OK) == 0, "... under the same file name as on b");
+
+	before = snapshot(a);
+	snprintf(path, sizeof path, "%s/ledger", b);
+	src[0] = path;
+	rc = ledger_merge(&n, a, src, 1, err);
+	after = snapshot(a);
+	UNIT_OK(rc == LM_OK && n.merged == 0 && n.present == 5 && n.documents == 0,
+	    "merging again (its ledger directory) adds nothing: %d present", n.present);
+	UNIT_OK(before && after && strcmp(before, after) == 0, "... and writes nothing");
+	free(before), free(after);
+
+	/* A corrupt source, read after a good one, stops the whole merge before a byte is written. */
+	put(c, k, "vm5", "2026-01-01T00:00:05Z", err);
+	snprintf(path, sizeof path, "%s/ledger/ffffffffffffffff.json", c);
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("{\"key\": {}, \"records\": [\"not a record\"]}", f);
+		fclose(f);
+	}
+	before = snapshot(a);
+	src[0] = c;
+	rc = ledger_merge(&n, a, src, 1, err);
+	after = snapshot(a);
+	UNIT_OK(rc == LM_EINPUT, "a source with a bad record is refused");
+	UNIT_HAS(err, path, "... naming its path");
+	UNIT_HAS(err, "records[0]", "... and the record");
+	UNIT_OK(before && after && strcmp(before, after) == 0, "... and nothing from the good document is written");
+	free(before), free(after);
+
+	src[0] = b, src[1] = "/nonexistent/ledger";
+	rc = ledger_merge(&n, a, src, 2, err);
+	UNIT_OK(rc == LM_EINPUT, "a missing source is an input error");
+	UNIT_HAS(err, "/nonexistent/ledger", "... naming it");
+
+	/* A document of the target that does not parse is reported and left alone. */
+	ledger_path(path, sizeof path, a, k2);
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("{\"key\": ", f);
+		fclose(f);
+	}
+	before = snapshot(a);
+	src[0] = b;
+	rc = ledger_merge(&n, a, src, 1, err);
+	after = snapshot(a);
+	UNIT_OK(rc == LM_EFAIL, "a corrupt document of the target stops the merge");
+	UNIT_HAS(err, path, "... naming it");
+	UNIT_OK(before && after && strcmp(before, after) == 0, "... before anything is written");
+	free(before), free(after);
 }
 
 int
@@ -103,6 +240,8 @@ main(void)
 	UNIT_OK(before && after && strcmp(before, after) == 0, "... and the file is left as it was");
 	UNIT_OK(ledger_each(dir, count, &n, err) == LM_EFAIL, "walking the ledger reports it too");
 	free(before), free(after);
+
+	test_merge(k, k2);
 
 	cJSON_Delete(k), cJSON_Delete(k2), cJSON_Delete(rec);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);

@@ -1,0 +1,78 @@
+/* lume-metal inventory: the --hosts file as an Ansible dynamic inventory (the JSON an
+ * inventory script prints for --list and --host NAME). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hosts.h"
+
+/* ansible_host, ansible_user and ansible_port of t. */
+static cJSON *
+host_vars(const guest_target *t)
+{
+	cJSON *v = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(v, "ansible_host", t->host);
+	cJSON_AddStringToObject(v, "ansible_user", t->user);
+	cJSON_AddNumberToObject(v, "ansible_port", t->port);
+	return v;
+}
+
+int
+cmd_inventory(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"hosts", required_argument, NULL, 'f'}, {"list", no_argument, NULL, 'l'},
+		{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'}, {NULL, 0, NULL, 0},
+	};
+	const char *file = NULL, *name = NULL, *user = "lume";
+	char err[LM_ERRLEN];
+	guest_target **hosts = NULL;
+	size_t n = 0;
+	cJSON *out = NULL;
+	int c, list = 0, rc;
+
+	while ((c = cli_getopt(argc, argv, "inventory", "u:", opts)) != -1) {
+		switch (c) {
+		case 'f': file = optarg; break;
+		case 'l': list = 1; break;
+		case 'n': name = optarg; break;
+		case 'u': user = optarg; break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "inventory: unexpected argument '%s'; see 'lume-metal help inventory'",
+		    argv[optind]);
+	if (file == NULL)
+		return cli_error(EXIT_USAGE, "inventory: --hosts FILE is required");
+	if (list && name != NULL)
+		return cli_error(EXIT_USAGE, "inventory: takes --list or --host NAME, not both");
+	if ((rc = hosts_load(&hosts, &n, file, user, err)) != LM_OK)
+		return cli_fail(rc, err);
+	if (name != NULL) {
+		for (size_t i = 0; i < n && out == NULL; i++)
+			if (strcmp(hosts[i]->name, name) == 0)
+				out = host_vars(hosts[i]);
+		if (out == NULL) {
+			hosts_free(hosts, n);
+			return cli_error(EXIT_USAGE, "inventory: %s lists no host named \"%s\"", file, name);
+		}
+	} else {
+		cJSON *group = cJSON_CreateObject(), *labels = cJSON_AddArrayToObject(group, "hosts"),
+		      *meta = cJSON_CreateObject(), *hostvars = cJSON_AddObjectToObject(meta, "hostvars");
+
+		out = cJSON_CreateObject();
+		for (size_t i = 0; i < n; i++) {
+			cJSON_AddItemToArray(labels, cJSON_CreateString(hosts[i]->name));
+			cJSON_AddItemToObject(hostvars, hosts[i]->name, host_vars(hosts[i]));
+		}
+		cJSON_AddItemToObject(out, "mac_hosts", group);
+		cJSON_AddItemToObject(out, "_meta", meta);
+	}
+	cli_print_json(out);
+	cJSON_Delete(out);
+	hosts_free(hosts, n);
+	return EXIT_OK;
+}
