@@ -20,7 +20,10 @@ stop)
 	pid=$(cat "$dir/sshd.pid")
 	kill "$pid" 2>/dev/null || true
 	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	# Gone, or a zombie: the daemon's parent is init, which may reap it only seconds later.
+	while kill -0 "$pid" 2>/dev/null && ! ps -o stat= -p "$pid" | grep -q Z && [ $i -lt 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
 	kill -9 "$pid" 2>/dev/null || true
 	rm -f "$dir/sshd.pid"
 	exit 0

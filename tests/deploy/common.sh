@@ -22,11 +22,13 @@ stop_guest() { sh "$TOP/tests/sshd.sh" stop "$T/g/$1"; }
 # root NAME: the guest's lume-metal directory.
 root() { printf '%s/g/%s/home/Library/Application Support/lume-metal' "$T" "$1"; }
 
-# lm CMD ARGS...: lume-metal with this harness's connection flags.
+# lm CMD ARGS...: lume-metal with this harness's connection flags. With LM_EXEC=exec set in a
+# subshell, the subshell becomes lume-metal, so `( LM_EXEC=exec; lm ... ) &` gives its pid in $!.
+LM_EXEC=""
 lm() {
 	c=$1
 	shift
-	"$LM" "$c" --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
+	$LM_EXEC "$LM" "$c" --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
 		--known-hosts "$T/known_hosts" --state "$T/state" "$@"
 }
 
