@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ssh.h"
 #include "util.h"
 
 static int
@@ -23,6 +24,13 @@ defaults(int *status, lm_buf *out, const char *verb, const char *a, const char *
 	return rc;
 }
 
+/* What `defaults read` said: 1 or 0 when set, -1 when it does not exist. */
+static int
+read_value(int status, const lm_buf *out)
+{
+	return status != 0 ? -1 : out->data && strncmp(out->data, "1", 1) == 0 ? 1 : 0;
+}
+
 int
 host_pref_read(int *value, char *err)
 {
@@ -30,8 +38,29 @@ host_pref_read(int *value, char *err)
 	int st, rc = defaults(&st, &out, "read", NULL, NULL, err);
 
 	if (rc == LM_OK)
-		*value = st != 0 ? -1 : out.data && strncmp(out.data, "1", 1) == 0 ? 1 : 0;
+		*value = read_value(st, &out);
 	lm_buf_free(&out);
+	return rc;
+}
+
+int
+host_pref_read_remote(ssh_conn *c, int *value, char *err)
+{
+	const char *argv[] = {"defaults", "read", HOST_DOMAIN, HOST_KEY, NULL};
+	lm_buf cmd = {0};
+	ssh_result r = {0};
+	int rc = ssh_quote_argv(&cmd, argv) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &r, err) :
+	    lm_err(err, LM_EFAIL, "out of memory");
+
+	/* Exit 1 saying "does not exist" is the unset default; anything else is no answer. */
+	if (rc == LM_OK && r.exit_code != 0 && (r.exit_code != 1 || r.err.data == NULL ||
+	    strstr(r.err.data, "does not exist") == NULL))
+		rc = lm_err(err, LM_EFAIL, "%s: defaults read %s %s exited %d: %.200s", ssh_where(c), HOST_DOMAIN,
+		    HOST_KEY, r.exit_code, r.err.data ? r.err.data : "");
+	if (rc == LM_OK)
+		*value = read_value(r.exit_code, &r.out);
+	ssh_result_free(&r);
+	lm_buf_free(&cmd);
 	return rc;
 }
 

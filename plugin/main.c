@@ -21,6 +21,10 @@
 	"      --port N            SSH port of Lume VMs (default 22)\n" \
 	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
 	"      --all               every VM that `lume ls` lists\n" \
+	"      --hosts FILE        Mac hosts (user@host[:port] lines, or JSON as manifests/hosts.example.json):\n" \
+	"                          the VMs each one's `lume ls` lists (VM names filter them), reached through\n" \
+	"                          that host's one SSH session (direct-tcpip, as ProxyJump); -u is the user of\n" \
+	"                          lines without one, and of the guests\n" \
 	"      --lume-default-password  also try Lume's default password (warns)\n" \
 	"      --timeout SECONDS   per-VM limit for the whole operation (default 120)\n" \
 	"      --parallel N        VMs at once (default 32)\n" \
@@ -108,10 +112,18 @@ static const cli_command commands[] = {
 	    "  --hosts FILE      the hosts file; a bad line is exit 2, naming the file and line\n"
 	    "  -u, --user USER   the user of hosts that name none (default: lume)\n", NULL},
 	{"host", cmd_host, "the host's paravirtual-graphics preference",
-	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n\n"
+	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n"
+	    "       host status --hosts FILE [connection flags] [--json]\n\n"
 	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
 	    "ForceUnrestrictedDeviceFeatureLevel with defaults(1) for this user. enable records the value\n"
-	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n", NULL},
+	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n\n"
+	    "With --hosts FILE, status asks every Mac host of FILE over SSH (--parallel at once): the\n"
+	    "preference there and the VM slots in use (running VMs of the 2 a Mac may run). One line per\n"
+	    "host (--json: {\"host\", \"address\", \"state\", \"value\", \"slotsUsed\", \"slots\", \"running\",\n"
+	    "\"vms\"}, or \"state\" unreachable, auth-failed, hostkey-mismatch, timeout or failed with\n"
+	    "\"message\"), then a summary. Exit 1 when a host gave no answer. enable and disable run on the\n"
+	    "Mac itself (run them there, e.g. from Ansible).\n"
+	    CONN_FLAGS, NULL},
 	{"bench", cmd_bench, "llama-bench stock vs shim (vs bare metal) in a guest, as evidence",
 	    "bench VM | --host user@addr[:port] --model PATH [--llama-bench PATH] [-p 512 -n 128 -r 10]\n"
 	    "      [--threads N] [--host-baseline [--host-llama-bench PATH] [--host-model PATH]]\n"

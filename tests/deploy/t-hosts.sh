@@ -59,6 +59,18 @@ check_grep "... the reachable guests answer" '"vm":"mac1/tahoe-a","state":"ok"' 
 check_grep "... the stopped VM is unreachable, saying so" '"vm":"mac2/tahoe-b","host":"mac2","state":"unreachable","message":"VM tahoe-b on host mac2 is stopped"' "$T/.out"
 check_grep "... the down host is unreachable, named" '"vm":"mac3","host":"mac3","state":"unreachable","message":"host mac3: ' "$T/.out"
 check_grep "... and counted" '"summary":\{"ok":3,"unreachable":2,"total":5,' "$T/.out"
+HOME="$T/g/mac1/home" "$TOP/tests/guest-sim/bin/defaults" write com.apple.gpusw.ParavirtualizedGraphics \
+	ForceUnrestrictedDeviceFeatureLevel -bool true
+check_rc "host status --hosts: each Mac's preference and VM slots (exit 1: mac3 is down)" 1 \
+	lm host status --hosts "$T/hosts.json" --known-hosts "$T/known_hosts2" --json
+cp "$T/.out" "$T/host.out"
+check_grep "... mac1 has it set, both slots in use" '"host":"mac1","address":"127.0.0.41","state":"ok","value":"true","slotsUsed":2,"slots":2,"running":\["tahoe-a","tahoe-b"\],"vms":2' "$T/host.out"
+check_grep "... mac2 has not, one slot in use (tahoe-b is stopped)" '"host":"mac2","address":"127.0.0.42","state":"ok","value":"not set","slotsUsed":1,"slots":2,"running":\["tahoe-a"\],"vms":2' "$T/host.out"
+check_grep "... mac3 is unreachable" '"host":"mac3","address":"127.0.0.49","state":"unreachable","message":' "$T/host.out"
+check_grep "... and a summary" '^\{"summary":\{"hosts":3,"enabled":1,"failed":1\}\}$' "$T/host.out"
+check_rc "host status --hosts as text (exit 0)" 0 lm host status --hosts "$T/hosts" --known-hosts "$T/known_hosts2"
+check_grep "... one line per host" '^127\.0\.0\.42: com\.apple\.gpusw\.ParavirtualizedGraphics ForceUnrestrictedDeviceFeatureLevel: not set; VM slots in use: 1 of 2 \(tahoe-a\)$' "$T/.out"
+check_rc "host enable --hosts is refused (exit 2): it runs on the Mac" 2 lm host enable --hosts "$T/hosts"
 check_rc "VM names filter the hosts' VMs" 0 lm status tahoe-a --hosts "$T/hosts" --json
 check_grep "... to the two tahoe-a" '"summary":\{"ok":2,"total":2,' "$T/.out"
 check_rc "a VM no host lists is unreachable (exit 1)" 1 lm status tahoe-z --hosts "$T/hosts" --json
