@@ -182,8 +182,14 @@ targets(target_list *p, cli_conn *c, int nvms, char **vms, const char *cmd)
 		for (size_t i = 0; i < n; i++) {
 			guest_target *t = NULL;
 
-			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK)
-				t->port = c->port, add_target(p, t);
+			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK) {
+				/* A running VM's address is in the listing: no `lume get` per VM. */
+				if (strcmp(all[i]->status, "running") == 0 && all[i]->ip != NULL && *all[i]->ip != '\0' &&
+				    all[i]->ssh_available != 0)
+					t->host = strdup(all[i]->ip);
+				t->port = c->port;
+				add_target(p, t);
+			}
 			lume_vm_free(all[i]);
 		}
 		free(all);
