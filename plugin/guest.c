@@ -12,14 +12,14 @@
 #include "lume.h"
 #include "util.h"
 
-/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. */
+/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. One sw_vers and
+ * one sysctl, as they print ("ProductVersion:\t\t26.5", "hw.model: VirtualMac2,1"): each
+ * process is guest CPU on every run, the unchanged ones included. */
 static const char facts_script[] =
     "R=\"$HOME/Library/Application Support/lume-metal\"\n"
     "printf 'home=%s\\n' \"$HOME\"\n"
-    "printf 'os=%s\\n' \"$(sw_vers -productVersion 2>/dev/null)\"\n"
-    "printf 'build=%s\\n' \"$(sw_vers -buildVersion 2>/dev/null)\"\n"
-    "printf 'model=%s\\n' \"$(sysctl -n hw.model 2>/dev/null)\"\n"
-    "printf 'chip=%s\\n' \"$(sysctl -n machdep.cpu.brand_string 2>/dev/null)\"\n"
+    "sw_vers 2>/dev/null\n"
+    "sysctl hw.model machdep.cpu.brand_string 2>/dev/null\n"
     "printf 'uid=%s\\n' \"$(id -u)\"\n"
     "printf 'current=%s\\n' \"$(readlink \"$R/current\" 2>/dev/null)\"\n"
     "printf 'previous=%s\\n' \"$(readlink \"$R/previous\" 2>/dev/null)\"\n"
@@ -144,16 +144,19 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 	return ssh_connect(out, why, &o, err);
 }
 
+/* The rest of the first line of text that starts with key ("home=", "BuildVersion:"), after
+ * any blanks; NULL when there is none or it is empty. */
 static char *
 take(const char *text, const char *key)
 {
 	size_t k = strlen(key);
 
 	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, key, k) == 0 && p[k] == '=') {
-			size_t n = strcspn(p + k + 1, "\n");
+		if (strncmp(p, key, k) == 0) {
+			const char *v = p + k + strspn(p + k, " \t");
+			size_t n = strcspn(v, "\n");
 
-			return n ? strndup(p + k + 1, n) : NULL;
+			return n ? strndup(v, n) : NULL;
 		}
 	return NULL;
 }
@@ -187,15 +190,15 @@ guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 		rc = lm_err(err, LM_EFAIL, "reading the guest's facts exited %d: %.200s", r.exit_code,
 		    r.err.data ? r.err.data : "");
 	if (rc == LM_OK) {
-		f->home = take(r.out.data, "home");
-		f->os = take(r.out.data, "os");
-		f->build = take(r.out.data, "build");
-		f->model = take(r.out.data, "model");
-		f->chip = take(r.out.data, "chip");
-		f->uid = take(r.out.data, "uid");
-		f->current = release_sha(take(r.out.data, "current"));
-		f->previous = release_sha(take(r.out.data, "previous"));
-		if ((img = take(r.out.data, "image")) != NULL) {
+		f->home = take(r.out.data, "home=");
+		f->os = take(r.out.data, "ProductVersion:");
+		f->build = take(r.out.data, "BuildVersion:");
+		f->model = take(r.out.data, "hw.model:");
+		f->chip = take(r.out.data, "machdep.cpu.brand_string:");
+		f->uid = take(r.out.data, "uid=");
+		f->current = release_sha(take(r.out.data, "current="));
+		f->previous = release_sha(take(r.out.data, "previous="));
+		if ((img = take(r.out.data, "image=")) != NULL) {
 			f->image = cJSON_Parse(img);
 			free(img);
 		}
