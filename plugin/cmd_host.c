@@ -112,14 +112,13 @@ remote_status(const cli_conn *conn)
 			printf("%s: %s: %s\n", hv[i]->name, state,
 			    cJSON_GetObjectItemCaseSensitive(out[i], "message")->valuestring);
 		else {
-			const cJSON *it;
+			const cJSON *running = cJSON_GetObjectItemCaseSensitive(out[i], "running"), *it;
 
 			printf("%s: %s %s: %s; VM slots in use: %d of %d", hv[i]->name, HOST_DOMAIN, HOST_KEY,
-			    val->valuestring, cJSON_GetObjectItemCaseSensitive(out[i], "slotsUsed")->valueint, HOST_VM_SLOTS);
-			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(out[i], "running"))
-				printf("%s%s", it == cJSON_GetObjectItemCaseSensitive(out[i], "running")->child ? " (" : ", ",
-				    it->valuestring);
-			printf("%s\n", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out[i], "running")) ? ")" : "");
+			    val->valuestring, cJSON_GetArraySize(running), HOST_VM_SLOTS);
+			cJSON_ArrayForEach(it, running)
+				printf("%s%s", it == running->child ? " (" : ", ", it->valuestring);
+			printf("%s\n", running->child ? ")" : "");
 		}
 		cJSON_Delete(out[i]);
 		hosts_conn_clear(&hc[i]);

@@ -394,6 +394,16 @@ insert_at(cJSON *array, int at, cJSON *item)
 	next->prev = item;
 }
 
+/* 1 (err set) when doc, m's target, has another key than m: two keys whose file names collide. */
+static int
+key_clash(const cJSON *doc, const merge_src *m, char *err)
+{
+	if (cJSON_Compare(cJSON_GetObjectItemCaseSensitive(doc, "key"), cJSON_GetObjectItemCaseSensitive(m->doc, "key"), 1))
+		return 0;
+	lm_err(err, LM_EFAIL, "%s: its key differs from that of %s, which has the same name", m->path, m->target);
+	return 1;
+}
+
 typedef struct {
 	merge_set *set;
 	size_t first;        /* the first source for this target */
@@ -417,10 +427,8 @@ merge_into(cJSON *doc, void *ctx, char *err)
 		if (m->done || strcmp(m->target, target) != 0)
 			continue;
 		m->done = 1;
-		if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(doc, "key"),
-		    cJSON_GetObjectItemCaseSensitive(m->doc, "key"), 1))
-			return lm_err(err, LM_EFAIL, "%s: its key differs from that of %s, which has the same name",
-			    m->path, target);
+		if (key_clash(doc, m, err))
+			return LM_EFAIL;
 		cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(m->doc, "records")) {
 			const char *t = rec_time(rec);
 			const cJSON *e;
@@ -463,11 +471,8 @@ ledger_merge(ledger_merge_counts *out, const char *state, const char *const *src
 	for (size_t i = 0; i < set.n && rc == LM_OK; i++) {
 		cJSON *doc;
 
-		if ((rc = read_doc(&doc, set.v[i].target, err)) == LM_OK && doc != NULL &&
-		    !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(doc, "key"),
-		    cJSON_GetObjectItemCaseSensitive(set.v[i].doc, "key"), 1))
-			rc = lm_err(err, LM_EFAIL, "%s: its key differs from that of %s, which has the same name",
-			    set.v[i].path, set.v[i].target);
+		if ((rc = read_doc(&doc, set.v[i].target, err)) == LM_OK && doc != NULL && key_clash(doc, &set.v[i], err))
+			rc = LM_EFAIL;
 		cJSON_Delete(doc);
 	}
 	out->sources = (int)set.n;

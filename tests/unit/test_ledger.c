@@ -75,13 +75,36 @@ snapshot(const char *d)
 	return out;
 }
 
+/* Writes text to path: a damaged or foreign document. */
+static void
+write_text(const char *path, const char *text)
+{
+	char err[LM_ERRLEN];
+
+	if (lm_write_file_atomic(path, text, strlen(text), 0600, err) != LM_OK)
+		fprintf(stderr, "# %s\n", err);
+}
+
+/* ledger_merge of src[0..nsrc) into state; *same: state's files are as they were before. */
+static int
+merge_same(ledger_merge_counts *n, int *same, const char *state, const char **src, size_t nsrc, char *err)
+{
+	char *before = snapshot(state), *after;
+	int rc = ledger_merge(n, state, src, nsrc, err);
+
+	after = snapshot(state);
+	*same = before && after && strcmp(before, after) == 0;
+	free(before), free(after);
+	return rc;
+}
+
 static void
 test_merge(const cJSON *k, const cJSON *k2)
 {
-	char err[LM_ERRLEN] = "", a[4200], b[4200], c[4200], got[512], path[4400], *before, *after;
+	char err[LM_ERRLEN] = "", a[4200], b[4200], c[4200], got[512], path[4400];
 	ledger_merge_counts n;
 	const char *src[2];
-	int rc;
+	int rc, same;
 
 	snprintf(a, sizeof a, "%s/a", dir), snprintf(b, sizeof b, "%s/b", dir), snprintf(c, sizeof c, "%s/c", dir);
 	/* a: vm1 at 01, vm3 at 03 for k. b: vm4 at 04, vm1 at 01 (the same record), vm2 at 02 and
@@ -104,34 +127,23 @@ test_merge(const cJSON *k, const cJSON *k2)
 	ledger_path(path, sizeof path, a, k2);
 	UNIT_OK(access(path, F_OK) == 0, "... under the same file name as on b");
 
-	before = snapshot(a);
 	snprintf(path, sizeof path, "%s/ledger", b);
 	src[0] = path;
-	rc = ledger_merge(&n, a, src, 1, err);
-	after = snapshot(a);
+	rc = merge_same(&n, &same, a, src, 1, err);
 	UNIT_OK(rc == LM_OK && n.merged == 0 && n.present == 5 && n.documents == 0,
 	    "merging again (its ledger directory) adds nothing: %d present", n.present);
-	UNIT_OK(before && after && strcmp(before, after) == 0, "... and writes nothing");
-	free(before), free(after);
+	UNIT_OK(same, "... and writes nothing");
 
 	/* A corrupt source, read after a good one, stops the whole merge before a byte is written. */
 	put(c, k, "vm5", "2026-01-01T00:00:05Z", err);
 	snprintf(path, sizeof path, "%s/ledger/ffffffffffffffff.json", c);
-	{
-		FILE *f = fopen(path, "w");
-
-		fputs("{\"key\": {}, \"records\": [\"not a record\"]}", f);
-		fclose(f);
-	}
-	before = snapshot(a);
+	write_text(path, "{\"key\": {}, \"records\": [\"not a record\"]}");
 	src[0] = c;
-	rc = ledger_merge(&n, a, src, 1, err);
-	after = snapshot(a);
+	rc = merge_same(&n, &same, a, src, 1, err);
 	UNIT_OK(rc == LM_EINPUT, "a source with a bad record is refused");
 	UNIT_HAS(err, path, "... naming its path");
 	UNIT_HAS(err, "records[0]", "... and the record");
-	UNIT_OK(before && after && strcmp(before, after) == 0, "... and nothing from the good document is written");
-	free(before), free(after);
+	UNIT_OK(same, "... and nothing from the good document is written");
 
 	src[0] = b, src[1] = "/nonexistent/ledger";
 	rc = ledger_merge(&n, a, src, 2, err);
@@ -140,20 +152,12 @@ test_merge(const cJSON *k, const cJSON *k2)
 
 	/* A document of the target that does not parse is reported and left alone. */
 	ledger_path(path, sizeof path, a, k2);
-	{
-		FILE *f = fopen(path, "w");
-
-		fputs("{\"key\": ", f);
-		fclose(f);
-	}
-	before = snapshot(a);
+	write_text(path, "{\"key\": ");
 	src[0] = b;
-	rc = ledger_merge(&n, a, src, 1, err);
-	after = snapshot(a);
+	rc = merge_same(&n, &same, a, src, 1, err);
 	UNIT_OK(rc == LM_EFAIL, "a corrupt document of the target stops the merge");
 	UNIT_HAS(err, path, "... naming it");
-	UNIT_OK(before && after && strcmp(before, after) == 0, "... before anything is written");
-	free(before), free(after);
+	UNIT_OK(same, "... before anything is written");
 }
 
 int
@@ -226,12 +230,7 @@ main(void)
 
 	/* A corrupt document is reported and never overwritten. */
 	ledger_path(path, sizeof path, dir, k);
-	{
-		FILE *f = fopen(path, "w");
-
-		fputs("{\"key\": {}, \"records\": [", f);
-		fclose(f);
-	}
+	write_text(path, "{\"key\": {}, \"records\": [");
 	lm_read_file(&before, NULL, path, 1 << 20, NULL);
 	rc = ledger_append(dir, k, rec, err);
 	UNIT_OK(rc == LM_EFAIL, "appending to a corrupt document is refused");
