@@ -41,7 +41,9 @@ jlines() {
 # jfile FILE: the JSON object in FILE on one line, or null.
 jfile() {
 	[ -s "$1" ] || { printf null; return 0; }
-	j=$(tr '\n\r' '  ' <"$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	j=$(tr '\n\r\t' '   ' <"$1")
+	j=${j#"${j%%[! ]*}"}
+	j=${j%"${j##*[! ]}"}
 	case $j in '{'*'}') printf '%s' "$j" ;; *) printf null ;; esac
 }
 # env_get FILE KEY: the value of KEY in a KEY=VALUE file; fails when absent or malformed.
@@ -94,12 +96,12 @@ mv_link() {
 # point_link NAME SHA: ROOT/NAME -> releases/SHA by rename of a temporary link; no SHA removes it.
 point_link() {
 	if [ -z "$2" ]; then
-		rm -f "$ROOT/$1"
+		if [ -e "$ROOT/$1" ] || [ -L "$ROOT/$1" ]; then rm -f "$ROOT/$1"; fi
 		return
 	fi
 	[ "$(link_sha "$1")" != "$2" ] || return 0
 	tmp="$ROOT/.$1.tmp.$$"
-	rm -f "$tmp"
+	if [ -e "$tmp" ] || [ -L "$tmp" ]; then rm -f "$tmp"; fi
 	ln -s "releases/$2" "$tmp" || return 1
 	mv_link "$tmp" "$ROOT/$1" || { rm -f "$tmp"; return 1; }
 }
@@ -118,22 +120,26 @@ bootstrap_agent() {
 	return 1
 }
 # release_drift DIR: prints the files of a release that no longer match SHA256SUMS, are
-# missing, or are not listed there; fails when there is any.
+# missing, or are not listed there, and every symbolic link; fails when there is any.
+# One shasum -c, one find and one awk (which reads SHA256SUMS itself) on the usual path.
 release_drift() {
 	[ -d "$1" ] || { echo "(release directory missing)"; return 1; }
 	[ -f "$1/SHA256SUMS" ] || { echo SHA256SUMS; return 1; }
 	d_out=$(
 		cd "$1" || exit
-		shasum -a 256 -c SHA256SUMS 2>/dev/null | sed -n 's/: FAILED.*$//p'
-		{
-			sed -n 's/^[0-9a-f]\{64\} [ *]/L /p' SHA256SUMS
-			find . ! -type d | sed 's|^\./|F |'
-			find . -type l | sed 's|^\./|S |'
-		} | awk '$1 == "L" { l[substr($0, 3)] = 1; next }
-			$1 == "S" || (substr($0, 3) != "SHA256SUMS" && !(substr($0, 3) in l)) { print substr($0, 3) }' | sort -u
+		shasum -a 256 -c SHA256SUMS 2>/dev/null | awk '/: FAILED/ { sub(/: FAILED.*$/, ""); print }
+			END {
+				while ((getline l <"SHA256SUMS") > 0) if (l ~ /^[0-9a-f]+ [ *]/ && index(l, " ") == 65) listed[substr(l, 67)] = 1
+				c = "find . -type l -exec printf \"S %s\\n\" {} + -o ! -type d -print"
+				while ((c | getline l) > 0) {
+					if (substr(l, 1, 2) == "S ") print substr(l, 5)
+					else if ((n = substr(l, 3)) != "SHA256SUMS" && !(n in listed)) print n
+				}
+				close(c)
+			}'
 	)
 	[ -n "$d_out" ] || return 0
-	printf '%s\n' "$d_out"
+	printf '%s\n' "$d_out" | sort -u
 	return 1
 }
 # sed_repl S: sets e_out to S XML-escaped (& < >) and then escaped for a sed replacement

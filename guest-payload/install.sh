@@ -32,9 +32,12 @@ emit() {
 		"$1" "$(jopt "$sha")" "$(jopt "$cur_out")" "$(jopt "$prev_out")" "$(jopt "$label")" \
 		"$(jopt "$plist")" "$validated" "$(jopt "$reason")" "$stock_json" "$shimmed_json"
 }
+# cleanup: the work directory and the lock, in one rm.
 cleanup() {
-	[ -z "$work" ] || rm -rf "$work"
-	[ "$locked" -eq 0 ] || unlock
+	set --
+	[ -z "$work" ] || set -- "$work"
+	[ "$locked" -eq 0 ] || set -- "$@" "$ROOT/.lock"
+	[ $# -eq 0 ] || rm -rf "$@"
 }
 trap cleanup EXIT
 trap 'fail "interrupted"' INT TERM HUP
@@ -69,7 +72,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$payload" ] || usage "no --payload"
-want=$(printf '%s' "$want" | tr 'ABCDEF' 'abcdef')
+case $want in *[A-F]*) want=$(printf '%s' "$want" | tr 'ABCDEF' 'abcdef') ;; esac
 case $want in *[!0-9a-f]* | '') usage "--sha256 must be 64 hex digits" ;; esac
 [ ${#want} -eq 64 ] || usage "--sha256 must be 64 hex digits"
 home_ok || usage "HOME must be an absolute path without newlines"
@@ -108,55 +111,89 @@ if [ "$sha" = "$cur_sha" ] && release_drift "$R" >/dev/null && label=$(label_of 
 fi
 label="" plist=""
 
-# 3. Entry names and types, before anything is unpacked.
-names=$(tar -tzf "$payload" 2>/dev/null) ||
-	fail "payload is not a readable tar.gz: $(tar -tzf "$payload" 2>&1 >/dev/null | tail -n 2 | tr '\n' ' ')"
-bad=$(printf '%s\n' "$names" | awk '{ n = $0; sub(/^\.\//, "", n) } n == "" || n ~ /^\// || n ~ /(^|\/)\.\.(\/|$)/ { print }')
-[ -z "$bad" ] || fail "payload has an entry outside its directory: $(printf '%s' "$bad" | head -n 1)"
-types=$(tar -tvzf "$payload" 2>/dev/null | cut -c1) || fail "payload listing failed"
-[ "$(printf '%s\n' "$types" | wc -l)" -eq "$(printf '%s\n' "$names" | wc -l)" ] ||
-	fail "payload listing is inconsistent (an entry name with a newline?)"
-if printf '%s\n' "$types" | grep -qv '^[-d]$'; then
-	fail "payload has a link or special entry; only files and directories are allowed"
-fi
-printf '%s\n' "$names" | grep -Eqx '(\./)?SHA256SUMS' || fail "payload has no SHA256SUMS"
+# 3. Entry names and types, before anything is unpacked (one listing of each, one awk).
+work="$ROOT/staging/.install.$$"
+[ ! -e "$work" ] || rm -rf "$work"
+fresh="$work/release"
+mkdir "$work" "$fresh" || fail "cannot create $fresh (full disk?)"
+# list_to FILE TAR-FLAGS: the payload's listing in FILE; fails with why (a bad archive or a full disk).
+list_to() {
+	tar "$2" "$payload" >"$1" 2>/dev/null && return 0
+	l_err=$(tar "$2" "$payload" 2>&1 >/dev/null) && fail "cannot write $1 (full disk?)"
+	fail "payload is not a readable tar.gz: $(printf '%s' "$l_err" | tail -n 2 | tr '\n' ' ')"
+}
+list_to "$work/names" -tzf
+list_to "$work/types" -tvzf
+listing=$(awk 'FILENAME == ARGV[1] {
+		n++; x = $0; sub(/^\.\//, "", x)
+		if (bad == "" && (x == "" || x ~ /^\// || x ~ /(^|\/)\.\.(\/|$)/)) bad = $0
+		if (x == "SHA256SUMS") sums = 1
+		next
+	}
+	{ t++; c = substr($0, 1, 1); if (c != "-" && c != "d") special = 1 }
+	END {
+		if (bad != "") print "outside " bad
+		else if (t != n) print "inconsistent"
+		else if (special) print "special"
+		else if (!sums) print "nosums"
+	}' "$work/names" "$work/types")
+case $listing in
+"outside "*) fail "payload has an entry outside its directory: ${listing#outside }" ;;
+inconsistent) fail "payload listing is inconsistent (an entry name with a newline?)" ;;
+special) fail "payload has a link or special entry; only files and directories are allowed" ;;
+nosums) fail "payload has no SHA256SUMS" ;;
+esac
 
 # 4. Unpack into staging and check every file.
-work="$ROOT/staging/.install.$$"
-rm -rf "$work"
-mkdir "$work" || fail "cannot create $work (full disk?)"
-fresh="$work/release"
-mkdir "$fresh" || fail "cannot create $fresh (full disk?)"
 # cd rather than -C: GNU tar unquotes backslashes in a -C directory.
 if ! terr=$(cd "$fresh" && tar -xzf "$payload" 2>&1); then
 	fail "cannot unpack the payload into $ROOT/staging: $(printf '%s' "$terr" | tail -n 2 | tr '\n' ' ')"
 fi
-[ -z "$(find "$fresh" -type l)" ] || fail "payload unpacked a symbolic link"
-if grep -Ev '^[0-9a-f]{64} [ *][^/]' "$fresh/SHA256SUMS" | grep -q . ||
-	grep -Eq '(^[0-9a-f]{64} [ *]|/)\.\.(/|$)' "$fresh/SHA256SUMS"; then
-	fail "SHA256SUMS has a malformed line"
-fi
-missing=$(sed -n 's/^[0-9a-f]\{64\} [ *]//p' "$fresh/SHA256SUMS" | awk '{ have[$0] = 1 }
+# SHA256SUMS against MANIFEST.json in one pass: malformed lines, required files it must list,
+# checksums MANIFEST.json does not record (MANIFEST.json's own is only in SHA256SUMS), and
+# placeholder binaries. Each finding is one tagged line, reported in the order below.
+sums=$(awk 'FILENAME == ARGV[1] {
+		if ($0 ~ /"placeholder"[ \t\r]*:[ \t\r]*true/) ph = 1
+		s = $0
+		while (match(s, /[0-9a-f]+/)) { if (RLENGTH == 64) m[substr(s, RSTART, 64)] = 1; s = substr(s, RSTART + RLENGTH) }
+		next
+	}
+	$0 == "" { next }
+	{
+		h = substr($0, 1, 64); sep = substr($0, 65, 2); n = substr($0, 67)
+		if (length(h) != 64 || h ~ /[^0-9a-f]/ || (sep != "  " && sep != " *") || n == "" || n ~ /^\// || n ~ /(^|\/)\.\.(\/|$)/) { bad = 1; next }
+		have[n] = 1
+		if (n != "MANIFEST.json" && !(h in m)) unrec = unrec n " "
+	}
 	END {
-		n = split("MANIFEST.json payload.env shim.env profile.json LaunchAgent.plist bin/run-with-shim bin/lume-metal-probe", req, " ")
-		for (i = 1; i <= n; i++) if (!(req[i] in have)) print req[i]
-	}')
-[ -z "$missing" ] || fail "payload does not list $(printf '%s' "$missing" | tr '\n' ' ')in SHA256SUMS"
+		if (bad) print "malformed"
+		k = split("MANIFEST.json payload.env shim.env profile.json LaunchAgent.plist bin/run-with-shim bin/lume-metal-probe", req, " ")
+		for (i = 1; i <= k; i++) if (!(req[i] in have)) miss = miss req[i] " "
+		if (miss != "") print "missing " miss
+		if (unrec != "") print "unrecorded " substr(unrec, 1, length(unrec) - 1)
+		if (ph) print "placeholder"
+	}' "$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
+# finding TAG: the text of the TAG line of $sums; fails when there is none.
+finding() {
+	f_all=$nl$sums$nl
+	case $f_all in *"$nl$1 "* | *"$nl$1$nl"*) ;; *) return 1 ;; esac
+	f_all=${f_all#*"$nl$1"}
+	f_all=${f_all#" "}
+	printf '%s' "${f_all%%"$nl"*}"
+}
+! finding malformed >/dev/null || fail "SHA256SUMS has a malformed line"
+if m=$(finding missing); then fail "payload does not list ${m}in SHA256SUMS"; fi
 if ! drift=$(release_drift "$fresh"); then
 	fail "payload files do not match SHA256SUMS: $(printf '%s' "$drift" | tr '\n' ' ')"
 fi
-# Every checksum must also be the one MANIFEST.json records (MANIFEST.json's own is in SHA256SUMS).
-unrecorded=$(awk 'FNR == NR { while (match($0, /[0-9a-f]+/)) { if (RLENGTH == 64) m[substr($0, RSTART, 64)] = 1; $0 = substr($0, RSTART + RLENGTH) } next }
-	{ n = substr($0, 67) } n != "MANIFEST.json" && !(substr($0, 1, 64) in m) { print n }' \
-	"$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
-[ -z "$unrecorded" ] || fail "MANIFEST.json does not record the SHA-256 of $(printf '%s' "$unrecorded" | tr '\n' ' ')"
+if m=$(finding unrecorded); then fail "MANIFEST.json does not record the SHA-256 of $m"; fi
 label=$(label_of "$fresh") || fail "payload.env has no valid LUME_METAL_LABEL"
 target=$(env_get "$fresh/payload.env" LUME_METAL_TARGET) || fail "payload.env has no valid LUME_METAL_TARGET"
 [ -n "$os" ] || os=$(uname -s)
 case $os in Darwin) host_target=macos ;; *) host_target=linux-sim ;; esac
 [ "$target" = "$host_target" ] || fail "payload is for target $target, this guest runs $host_target"
 plist="$AGENTS/$label.plist"
-if [ "$validate" -eq 1 ] && grep -Eq '"placeholder"[[:space:]]*:[[:space:]]*true' "$fresh/MANIFEST.json"; then
+if [ "$validate" -eq 1 ] && finding placeholder >/dev/null; then
 	fail "payload holds placeholder binaries (MANIFEST.json); it cannot be validated"
 fi
 
@@ -201,7 +238,6 @@ fi
 new_plist="$AGENTS/.$label.plist.new.$$"
 render_plist "$R" >"$new_plist" 2>/dev/null || { rm -f "$new_plist"; fail "cannot write $new_plist (full disk?)"; }
 if grep -q '__LUME_METAL_' "$new_plist"; then rm -f "$new_plist"; fail "LaunchAgent.plist has an unknown token"; fi
-chmod 644 "$new_plist"
 if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	rm -f "$new_plist"
 	fail "rendered LaunchAgent does not lint: $lint"

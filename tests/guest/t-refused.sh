@@ -68,6 +68,26 @@ repack "$T/extra" "$T/extra.tar.gz"
 install_from "$GOOD" "$T/o.json" "$T/extra.tar.gz" "$SHA"
 refused "unlisted file" "$T/o.json" "do not match SHA256SUMS: bin/extra"
 
+# SHA256SUMS itself: a malformed line, a traversal name, a required file left out, none at all.
+unpack "$T/a.tar.gz" "$T/sums"
+cp "$T/sums/SHA256SUMS" "$T/sums.orig"
+sums_case() {
+	repack "$T/sums" "$T/sums.tar.gz"
+	install_from "$GOOD" "$T/o.json" "$T/sums.tar.gz" "$SHA"
+	refused "$1" "$T/o.json" "$2"
+	cp "$T/sums.orig" "$T/sums/SHA256SUMS"
+}
+printf 'not a checksum line\n' >>"$T/sums/SHA256SUMS"
+sums_case "SHA256SUMS with a malformed line" "SHA256SUMS has a malformed line"
+printf '%064d  ../outside\n' 0 >>"$T/sums/SHA256SUMS"
+sums_case "SHA256SUMS naming ../outside" "SHA256SUMS has a malformed line"
+grep -v ' shim.env$' "$T/sums.orig" >"$T/sums/SHA256SUMS"
+sums_case "SHA256SUMS without shim.env" "payload does not list shim.env in SHA256SUMS"
+grep -v ' shim.env$' "$T/sums.orig" | grep -v ' profile.json$' >"$T/sums/SHA256SUMS"
+sums_case "SHA256SUMS without two required files" "payload does not list (shim.env profile.json|profile.json shim.env) in SHA256SUMS"
+rm "$T/sums/SHA256SUMS"
+sums_case "no SHA256SUMS" "payload has no SHA256SUMS"
+
 # A traversal entry and an absolute entry.
 unpack "$T/a.tar.gz" "$T/trav/p"
 printf 'evil\n' >"$T/trav/evil"
