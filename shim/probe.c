@@ -158,12 +158,12 @@ static int os_value(const char *key, char *buf, size_t size)
 extern char **environ;
 
 /*
- * sw_vers: one line from `sw_vers FLAG` found on PATH, without the shim's preload variable so
- * the child stays out of it. -1 when sw_vers is absent, fails or prints something odd.
+ * sw_vers_run: the output of `sw_vers` found on PATH into buf, run without the shim's preload
+ * variable so the child stays out of it. -1 when sw_vers is absent, fails or says too much.
  */
-static int sw_vers(const char *flag, char *buf, size_t size)
+static int sw_vers_run(char *buf, size_t size)
 {
-	char *argv[] = { "sw_vers", (char *)flag, NULL };
+	char *argv[] = { "sw_vers", NULL };
 	posix_spawn_file_actions_t fa;
 	size_t n = 0, envc = 0, k = 0;
 	char **env, tmp[128];
@@ -214,15 +214,45 @@ static int sw_vers(const char *flag, char *buf, size_t size)
 		if (errno != EINTR)
 			return -1;
 	if (n < size && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			n--;
 		buf[n] = '\0';
-		rc = os_word_ok(buf) ? 0 : -1;
+		rc = 0;
 	}
 	return rc;
 }
-#define OS_VERSION(buf, size) sw_vers("-productVersion", buf, size)
-#define OS_BUILD(buf, size) sw_vers("-buildVersion", buf, size)
+
+/*
+ * sw_vers: the value of the "KEY:" line of sw_vers's output (run once per probe), or -1 when
+ * it is missing or odd.
+ */
+static int sw_vers(const char *key, char *buf, size_t size)
+{
+	static char out[1024];
+	static int ran = 0, ok = -1;
+	size_t klen = strlen(key), n;
+	const char *p;
+
+	if (!ran) {
+		ran = 1;
+		ok = sw_vers_run(out, sizeof out);
+	}
+	for (p = ok == 0 ? out : NULL; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, key, klen) != 0 || p[klen] != ':')
+			continue;
+		p += klen + 1;
+		p += strspn(p, " \t");
+		n = strcspn(p, "\r\n");
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n >= size)
+			return -1;
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		return os_word_ok(buf) ? 0 : -1;
+	}
+	return -1;
+}
+#define OS_VERSION(buf, size) sw_vers("ProductVersion", buf, size)
+#define OS_BUILD(buf, size) sw_vers("BuildVersion", buf, size)
 #endif
 
 /* ---- the report ---- */

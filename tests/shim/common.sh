@@ -43,7 +43,8 @@ export SW_LOG
 cat >"$T/bin/sw_vers" <<'EOF'
 #!/bin/sh
 printf 'LD_PRELOAD=%s\n' "${LD_PRELOAD-}" >>"$SW_LOG"
-case $1 in
+case ${1-} in
+'') printf 'ProductName:\t\tmacOS\nProductVersion:\t\t26.5.2\nBuildVersion:\t\t25F84\n' ;;
 -productVersion) echo 26.5.2 ;;
 -buildVersion) echo 25F84 ;;
 *) exit 1 ;;

@@ -29,7 +29,7 @@ has "1009/65536: the shim reports its settings" "$T/shim.out" \
 lines_are "1009/65536: one activation line naming process, ceiling and memory" "$T/shim.err" \
     '^\[lume-metal\] active in lume-metal-probe \(AppleParavirtDevice\): appleFamilyMax=1009 maxThreadgroupMemory=65536 ' 1
 lines_are "1009/65536: nothing else on stderr" "$T/shim.err" '.' 1
-lines_are "sw_vers runs twice, without the preload variable" "$SW_LOG" "^LD_PRELOAD=$" 2
+lines_are "sw_vers runs once, without the preload variable" "$SW_LOG" "^LD_PRELOAD=$" 1
 lines_are "sw_vers never sees the preload variable" "$SW_LOG" "^LD_PRELOAD=." 0
 
 sprobe dflt LUME_METAL_APPLE_FAMILY_MAX=1009
@@ -49,7 +49,7 @@ has "release layout: shim active" "$T/relshim.out" '"shim":{"active":true,"apple
 # OS fields: from sw_vers on PATH, null without one.
 run nosw env PATH=/usr/bin:/bin "$PROBE"
 has "no sw_vers: OS fields are null" "$T/nosw.out" '"os":{"productVersion":null,"build":null}'
-printf '#!/bin/sh\necho "26.5.2 (evil)"\n' >"$T/bin2-sw_vers"
+printf '#!/bin/sh\nprintf "ProductVersion:\\t26.5.2 (evil)\\nBuildVersion:\\t25F84;x\\n"\n' >"$T/bin2-sw_vers"
 mkdir "$T/bin2" && mv "$T/bin2-sw_vers" "$T/bin2/sw_vers" && chmod +x "$T/bin2/sw_vers"
 run oddsw env PATH="$T/bin2:/usr/bin:/bin" "$PROBE"
 has "odd sw_vers output: reported as null" "$T/oddsw.out" '"os":{"productVersion":null,"build":null}'
