@@ -20,9 +20,8 @@ static const char facts_script[] =
     "printf 'home=%s\\n' \"$HOME\"\n"
     "sw_vers 2>/dev/null\n"
     "sysctl hw.model machdep.cpu.brand_string 2>/dev/null\n"
-    "printf 'uid=%s\\n' \"$(id -u)\"\n"
-    "printf 'current=%s\\n' \"$(readlink \"$R/current\" 2>/dev/null)\"\n"
-    "printf 'previous=%s\\n' \"$(readlink \"$R/previous\" 2>/dev/null)\"\n"
+    /* both links in one process: "l... PATH/current -> releases/<sha>" */
+    "ls -ld \"$R/current\" \"$R/previous\" 2>/dev/null\n"
     "if [ -f \"$R/image.json\" ]; then printf 'image='; tr -d '\\n' <\"$R/image.json\"; printf '\\n'; fi\n";
 
 static int
@@ -161,6 +160,22 @@ take(const char *text, const char *key)
 	return NULL;
 }
 
+/* The target of the link NAME in text's `ls -ld` lines ("l... /NAME -> TARGET"), or NULL. */
+static char *
+link_target(const char *text, const char *name)
+{
+	char pat[32];
+	const char *at;
+
+	snprintf(pat, sizeof pat, "/%s -> ", name);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (*p == 'l' && (at = strstr(p, pat)) != NULL && at < p + strcspn(p, "\n")) {
+			at += strlen(pat);
+			return strndup(at, strcspn(at, "\n"));
+		}
+	return NULL;
+}
+
 /* "releases/<sha>" to "<sha>", or NULL. */
 static char *
 release_sha(char *link)
@@ -195,9 +210,8 @@ guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 		f->build = take(r.out.data, "BuildVersion:");
 		f->model = take(r.out.data, "hw.model:");
 		f->chip = take(r.out.data, "machdep.cpu.brand_string:");
-		f->uid = take(r.out.data, "uid=");
-		f->current = release_sha(take(r.out.data, "current="));
-		f->previous = release_sha(take(r.out.data, "previous="));
+		f->current = release_sha(link_target(r.out.data, "current"));
+		f->previous = release_sha(link_target(r.out.data, "previous"));
 		if ((img = take(r.out.data, "image=")) != NULL) {
 			f->image = cJSON_Parse(img);
 			free(img);
@@ -219,7 +233,6 @@ guest_facts_clear(guest_facts *f)
 	free(f->build);
 	free(f->model);
 	free(f->chip);
-	free(f->uid);
 	free(f->current);
 	free(f->previous);
 	cJSON_Delete(f->image);

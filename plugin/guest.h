@@ -29,7 +29,7 @@ void guest_target_free(guest_target *t);
 
 /* What the guest says about itself. Strings owned (guest_facts_clear). */
 typedef struct {
-	char *home, *os, *build, *model, *chip, *uid;
+	char *home, *os, *build, *model, *chip;
 	char *current, *previous; /* payload SHA-256s, or NULL */
 	cJSON *image;             /* image.json stamped by a golden-image build, or NULL */
 } guest_facts;
