@@ -255,22 +255,21 @@ record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 int
 deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
-	cJSON *r = result_new(t, "failed"), *doc = NULL, *res = NULL, *rec;
+	cJSON *r = result_new(t, "failed"), *last = NULL, *res = NULL, *rec;
 	vm_session s;
-	const cJSON *last, *v;
+	const cJSON *v;
 	char path[4096], msg[LM_ERRLEN];
-	int code = 0;
+	int code = 0, recorded = 0;
 
 	(void)err;
 	*out = r;
 	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
 	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (ledger_load(&doc, o->state, s.key, msg) != LM_OK) {
+	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy", msg) != LM_OK) {
 		set_state(r, "failed", msg);
 		goto done;
 	}
-	last = doc ? ledger_last(doc, "deploy") : NULL;
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {
 		set_state(r, "refused", "this image version is recorded as failing validation; --force validates it again");
@@ -289,7 +288,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddItemToArray(plan, cJSON_CreateString("probe stock and shimmed against the profile"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("on a pass: switch current, bootstrap the LaunchAgent"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("record the verdict in the ledger"));
-		set_state(r, "skipped", doc ? "dry run: nothing changed (image version recorded)"
+		set_state(r, "skipped", recorded ? "dry run: nothing changed (image version recorded)"
 		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
 		goto done;
 	}
@@ -334,7 +333,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		}
 	}
 done:
-	cJSON_Delete(doc);
+	cJSON_Delete(last);
 	vm_close(&s, r);
 	return LM_OK;
 }
@@ -411,7 +410,7 @@ run_root_script(cJSON *r, ssh_conn *c, const char *script, const char *arg, cons
 int
 deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
-	cJSON *r = result_new(t, "failed"), *doc = NULL;
+	cJSON *r = result_new(t, "failed"), *last = NULL;
 	vm_session s;
 	char msg[LM_ERRLEN];
 	int code = 0;
@@ -422,10 +421,9 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		return LM_OK;
 	if (run_root_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
-	if (ledger_load(&doc, o->state, s.key, msg) != LM_OK)
+	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy", msg) != LM_OK)
 		cJSON_AddStringToObject(r, "ledgerError", msg);
 	else {
-		const cJSON *last = doc ? ledger_last(doc, "deploy") : NULL;
 		const cJSON *v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 
 		cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
@@ -433,7 +431,7 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:
-	cJSON_Delete(doc);
+	cJSON_Delete(last);
 	vm_close(&s, r);
 	return LM_OK;
 }

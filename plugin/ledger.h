@@ -22,6 +22,14 @@ int ledger_append(const char *state, const cJSON *key, const cJSON *record, char
 /* Loads key's document into *out (caller frees), or *out = NULL when there is none. */
 int ledger_load(cJSON **out, const char *state, const cJSON *key, char *err);
 
+/* A copy of the last record of kind in key's document (caller frees), or *out = NULL when
+ * there is none; *recorded, when not NULL, says whether the document exists. For the fleet's
+ * workers, whose VMs share a few documents that grow by a record per deploy: one document is
+ * parsed at a time, and one unchanged since (same inode, size and mtime) is not parsed again
+ * but answered from a small cache. */
+int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key, const char *kind,
+    char *err);
+
 /* The last record of doc whose "kind" is kind, or NULL. Borrowed from doc. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,45 @@ test_merge(const cJSON *k, const cJSON *k2)
 	UNIT_OK(same, "... before anything is written");
 }
 
+/* ledger_load_last: the last record of a kind, fresh after every append (its cache must not
+ * serve a stale copy, even for appends within one second), and an error for a corrupt document. */
+static void
+test_load_last(const char *state, const cJSON *k)
+{
+	char err[LM_ERRLEN] = "", path[4096];
+	cJSON *rec = cJSON_CreateObject(), *last = NULL;
+	const cJSON *v;
+	int recorded = -1, stale = 0;
+
+	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "deploy", err) == LM_OK && last == NULL && recorded == 0,
+	    "load_last: no document, no record");
+	cJSON_AddStringToObject(rec, "kind", "deploy");
+	cJSON_AddStringToObject(rec, "vm", "");
+	for (int i = 0; i < 40; i++) {
+		char vm[16];
+
+		snprintf(vm, sizeof vm, "vm%d", i);
+		cJSON_ReplaceItemInObject(rec, "kind", cJSON_CreateString(i == 39 ? "bench" : "deploy"));
+		cJSON_ReplaceItemInObject(rec, "vm", cJSON_CreateString(vm));
+		ledger_append(state, k, rec, err);
+		for (int twice = 0; twice < 2; twice++) {
+			ledger_load_last(&last, &recorded, state, k, "deploy", err);
+			v = last ? cJSON_GetObjectItemCaseSensitive(last, "vm") : NULL;
+			snprintf(vm, sizeof vm, "vm%d", i == 39 ? 38 : i);
+			stale += !cJSON_IsString(v) || strcmp(v->valuestring, vm) != 0 || !recorded;
+			cJSON_Delete(last);
+		}
+	}
+	UNIT_OK(stale == 0, "load_last: each of 40 appends seen at once, twice, a later bench record skipped (%d stale)", stale);
+	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "rollback", err) == LM_OK && last == NULL && recorded == 1,
+	    "load_last: no record of that kind in an existing document");
+	ledger_path(path, sizeof path, state, k);
+	write_text(path, "{not json");
+	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "deploy", err) == LM_EFAIL && last == NULL,
+	    "load_last: a corrupt document is an error (%s)", err);
+	cJSON_Delete(rec);
+}
+
 int
 main(void)
 {
@@ -241,6 +281,9 @@ main(void)
 	free(before), free(after);
 
 	test_merge(k, k2);
+	snprintf(path, sizeof path, "%s/last", dir);
+	if (mkdir(path, 0700) == 0)
+		test_load_last(path, k);
 
 	cJSON_Delete(k), cJSON_Delete(k2), cJSON_Delete(rec);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
