@@ -32,7 +32,10 @@ enum {
 /* Connects, verifies the host key, authenticates (agent, identity, password, in that order).
  * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
- * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out. */
+ * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out.
+ * The handshake and authentication of all threads' connections go through one gate (8 per
+ * core, 16 to 64 at once; one inside for over 3 s stops counting): the time spent waiting
+ * for it moves the connection's deadline, as it is the controller's time, not the guest's. */
 int ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err);
 /* The same over fd, a stream already connected to o->host:o->port (a relay channel): the host
  * key is still checked under o->host and o->port. fd belongs to the connection (or is closed
