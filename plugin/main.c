@@ -29,7 +29,8 @@
 	"                          that host's one SSH session (direct-tcpip, as ProxyJump); -u is the user of\n" \
 	"                          lines without one, and of the guests\n" \
 	"      --lume-default-password  also try Lume's default password (warns)\n" \
-	"      --timeout SECONDS   per-VM limit for the whole operation (default 120)\n" \
+	"      --timeout SECONDS   per-VM limit for the whole operation (default 120); a wait for\n" \
+	"                          one of the controller's handshake slots (8 per core) does not count\n" \
 	"      --parallel N        VMs at once (default 32)\n" \
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
 	"      --json              machine-readable output\n"
