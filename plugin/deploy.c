@@ -198,12 +198,12 @@ upload_to(cJSON *r, ssh_conn *c, const deploy_opts *o, const char *dir, const ch
 	return rc;
 }
 
-/* Uploads the payload into the guest's staging directory as <sha>.tar.gz; path gets it. */
+/* Uploads the payload into the guest's staging directory (made when missing) as
+ * <sha>.tar.gz; path gets it. */
 static int
 upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *path, size_t plen)
 {
-	static const char *const mk[] = {"mkdir", "-p", "--", GUEST_ROOT "/staging", NULL};
-	char dir[4096], name[80], *ignored;
+	char dir[4096], name[80];
 
 	snprintf(name, sizeof name, "%s.tar.gz", o->info->sha256);
 	if (lm_fmt(dir, sizeof dir, "%s/Library/Application Support/lume-metal/staging", f->home) < 0 ||
@@ -211,9 +211,6 @@ upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *
 		set_state(r, "failed", "the guest's HOME is too long");
 		return LM_EFAIL;
 	}
-	if (run_line(r, c, mk, &ignored) != LM_OK)
-		return LM_EFAIL;
-	free(ignored);
 	return upload_to(r, c, o, dir, name);
 }
 

@@ -63,7 +63,8 @@ void ssh_result_free(ssh_result *r);
  * not be run, died of a signal, or the channel did not close cleanly. */
 int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
-/* Uploads local to remote_dir/name (an absolute path): written under a temporary name
+/* Uploads local to remote_dir/name (an absolute path; ssh_upload makes remote_dir and its
+ * missing parents, mode 0755, over SFTP, without an exec): written under a temporary name
  * ".NAME.part.PID", then renamed over NAME. *sent gets the bytes sent. SFTP fsyncs the file
  * (fsync@openssh.com) and renames it (an existing NAME, a stale copy of the same upload, is
  * unlinked first: OpenSSH's SFTP v3 rename never replaces); deploy uses it.

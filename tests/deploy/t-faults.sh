@@ -24,7 +24,17 @@ check_rc "a second deploy succeeds" 0 lm deploy tahoe-u --payload "$T/b.tar.gz"
 check "... and the new payload is current" test "$(readlink "$(root tahoe-u)/current")" = "releases/$B"
 check "... with no partial upload left" sh -c '[ -z "$(ls -A "$1/staging" | grep -v "^\.")" ] && ! ls -A "$1/staging" | grep -q part' - "$(root tahoe-u)"
 
-# A guest HOME on a small tmpfs that fills up.
+# The staging directory cannot be made (a file where its parent should be): failed, named.
+guest tahoe-nodir 127.0.0.12 || exit 1
+mkdir -p "$T/g/tahoe-nodir/home/Library/Application Support"
+printf 'not a directory\n' >"$T/g/tahoe-nodir/home/Library/Application Support/lume-metal"
+check_rc "staging cannot be made: the deploy fails (exit 1)" 1 lm deploy tahoe-nodir --payload "$T/a.tar.gz" --json --accept-new
+check_grep "... as failed, naming the directory" '"state":"failed".*cannot create the directory .*/lume-metal/staging' "$T/.out"
+rm "$T/g/tahoe-nodir/home/Library/Application Support/lume-metal"
+check_rc "... and with the file gone, staging and its parent are made and it deploys" 0 lm deploy tahoe-nodir --payload "$T/a.tar.gz" --json
+check_grep "... in three execs (facts, SFTP, install)" '"state":"deployed".*"sshExecs":3' "$T/.out"
+
+
 if [ "$(id -u)" -eq 0 ] && mkdir -p "$T/g/tahoe-full/home" && mount -t tmpfs -o size=1m tmpfs "$T/g/tahoe-full/home" 2>/dev/null; then
 	t_defer "umount '$T/g/tahoe-full/home'"
 	guest tahoe-full 127.0.0.9 || exit 1
