@@ -175,10 +175,16 @@ main(void)
 			rc = ssh_upload_scp(c, local, rdir, "by scp.bin", &sent, err);
 			UNIT_OK(rc == LM_OK && sent == 1048576, "SCP upload sends 1 MiB %s", rc ? err : "");
 			UNIT_OK(run("cmp %s/blob '%s/home/staging dir/by scp.bin'", dir) == 0, "... which arrives intact");
-			snprintf(rdir, sizeof rdir, "%s/home/no such dir", dir);
+			snprintf(rdir, sizeof rdir, "%s/home/no such dir/nor this", dir);
 			rc = ssh_upload(c, local, rdir, "x", &sent, err);
-			UNIT_OK(rc == LM_EFAIL, "an upload into a missing directory fails");
-			UNIT_HAS(err, "cannot create", "... saying so");
+			UNIT_OK(rc == LM_OK, "an upload into a missing directory makes it and its parent %s", rc ? err : "");
+			UNIT_OK(run("cmp %s/blob '%s/home/no such dir/nor this/x'", dir) == 0, "... and arrives intact");
+			run("printf file >'%s/home/a file'", dir);
+			snprintf(rdir, sizeof rdir, "%s/home/a file/sub", dir);
+			err[0] = '\0';
+			rc = ssh_upload(c, local, rdir, "x", &sent, err);
+			UNIT_OK(rc == LM_EFAIL, "an upload below a file fails");
+			UNIT_HAS(err, "cannot create the directory", "... saying so");
 		}
 		ssh_close(c);
 		c = NULL;
