@@ -114,17 +114,24 @@ same_file(const last_entry *e, const struct stat *st)
 	return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size && e->mtime == st->st_mtime;
 }
 
+/* Under last_mu: the entry for path and kind, or NULL. */
+static last_entry *
+last_find(const char *path, const char *kind)
+{
+	for (size_t i = 0; i < sizeof last_cache / sizeof last_cache[0]; i++)
+		if (last_cache[i].path && strcmp(last_cache[i].path, path) == 0 &&
+		    strcmp(last_cache[i].kind, kind) == 0)
+			return &last_cache[i];
+	return NULL;
+}
+
 /* Under last_mu. Remembers last for path and kind as of st (the stat taken before the read, so
  * the record is never older than the identity it is kept under). */
 static void
 last_remember(const char *path, const char *kind, const struct stat *st, const cJSON *last)
 {
-	last_entry *e = NULL;
+	last_entry *e = last_find(path, kind);
 
-	for (size_t i = 0; i < sizeof last_cache / sizeof last_cache[0] && e == NULL; i++)
-		if (last_cache[i].path && strcmp(last_cache[i].path, path) == 0 &&
-		    strcmp(last_cache[i].kind, kind) == 0)
-			e = &last_cache[i];
 	if (e == NULL) {
 		e = &last_cache[last_next++ % (sizeof last_cache / sizeof last_cache[0])];
 		free(e->path);
@@ -150,7 +157,8 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 	char path[4096];
 	struct stat st;
 	cJSON *doc = NULL;
-	int rc = LM_OK, hit = 0, dummy;
+	const last_entry *e;
+	int rc = LM_OK, dummy;
 
 	*out = NULL;
 	recorded = recorded ? recorded : &dummy;
@@ -160,16 +168,11 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 	if (stat(path, &st) != 0)
 		return errno == ENOENT ? LM_OK : lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
 	pthread_mutex_lock(&last_mu);
-	for (size_t i = 0; i < sizeof last_cache / sizeof last_cache[0] && !hit; i++) {
-		const last_entry *e = &last_cache[i];
-
-		if (e->path && strcmp(e->path, path) == 0 && strcmp(e->kind, kind) == 0 && same_file(e, &st)) {
-			hit = *recorded = 1;
-			if (e->last && (*out = cJSON_Duplicate(e->last, 1)) == NULL)
-				rc = lm_err(err, LM_EFAIL, "out of memory");
-		}
-	}
-	if (!hit && (rc = read_doc(&doc, path, err)) == LM_OK && doc != NULL) {
+	if ((e = last_find(path, kind)) != NULL && same_file(e, &st)) {
+		*recorded = 1;
+		if (e->last && (*out = cJSON_Duplicate(e->last, 1)) == NULL)
+			rc = lm_err(err, LM_EFAIL, "out of memory");
+	} else if ((rc = read_doc(&doc, path, err)) == LM_OK && doc != NULL) {
 		const cJSON *last = ledger_last(doc, kind);
 
 		*recorded = 1;

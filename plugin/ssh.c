@@ -658,28 +658,25 @@ done:
 	return rc;
 }
 
-/* mkdir -p over SFTP: path (modified during the call, restored) exists as a directory once
- * this returns 0. One stat when it already exists; missing parents are made first. */
+/* mkdir -p over SFTP of the first len bytes of path: a directory once this returns 0. One
+ * stat when it already exists; missing parents are made first. */
 static int
-sftp_mkdirs(LIBSSH2_SFTP *sftp, char *path, int depth)
+sftp_mkdirs(LIBSSH2_SFTP *sftp, const char *path, unsigned len)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a;
-	char *slash;
-	int rc;
+	unsigned parent = len;
 
-	if (libssh2_sftp_stat(sftp, path, &a) == 0)
+	if (libssh2_sftp_stat_ex(sftp, path, len, LIBSSH2_SFTP_STAT, &a) == 0)
 		return LIBSSH2_SFTP_S_ISDIR(a.permissions) ? 0 : -1;
-	if ((slash = strrchr(path, '/')) == NULL || slash == path || depth > 64)
+	while (parent > 0 && path[parent - 1] != '/')
+		parent--;
+	if (parent <= 1 || sftp_mkdirs(sftp, path, parent - 1) != 0)
 		return -1;
-	*slash = '\0';
-	rc = sftp_mkdirs(sftp, path, depth + 1);
-	*slash = '/';
-	if (rc != 0)
-		return rc;
-	if (libssh2_sftp_mkdir(sftp, path, 0755) == 0)
+	if (libssh2_sftp_mkdir_ex(sftp, path, len, 0755) == 0)
 		return 0;
 	/* another upload made it meanwhile */
-	return libssh2_sftp_stat(sftp, path, &a) == 0 && LIBSSH2_SFTP_S_ISDIR(a.permissions) ? 0 : -1;
+	return libssh2_sftp_stat_ex(sftp, path, len, LIBSSH2_SFTP_STAT, &a) == 0 &&
+	    LIBSSH2_SFTP_S_ISDIR(a.permissions) ? 0 : -1;
 }
 
 int
@@ -706,13 +703,11 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		goto done;
 	}
 	c->execs++;
-	memcpy(dst, dir, strlen(dir) + 1); /* fits: dst held dir/name */
-	if (!time_left(c) || sftp_mkdirs(sftp, dst, 0) != 0) {
+	if (!time_left(c) || sftp_mkdirs(sftp, dir, (unsigned)strlen(dir)) != 0) {
 		rc = lm_err(err, LM_EFAIL, "%s: cannot create the directory %s (SFTP error %lu)", c->where, dir,
 		    libssh2_sftp_last_error(sftp));
 		goto done;
 	}
-	snprintf(dst, sizeof dst, "%s/%s", dir, name);
 	h = libssh2_sftp_open(sftp, tmp, LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC | LIBSSH2_FXF_EXCL,
 	    LIBSSH2_SFTP_S_IRUSR | LIBSSH2_SFTP_S_IWUSR);
 	if (h == NULL) {
