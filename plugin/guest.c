@@ -12,17 +12,24 @@
 #include "lume.h"
 #include "util.h"
 
-/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. One sw_vers and
- * one sysctl, as they print ("ProductVersion:\t\t26.5", "hw.model: VirtualMac2,1"): each
- * process is guest CPU on every run, the unchanged ones included. */
+/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. Each process is
+ * guest CPU on every run, the unchanged ones included, so there is one: sysctl, for the macOS
+ * version and build as the kernel has them (what sw_vers prints) and the model and chip
+ * ("kern.osproductversion: 26.5", "hw.model: VirtualMac2,1"). The links are read by builtins:
+ * "current=/.../releases/<sha>" from `pwd -P` once `cd` followed one, so a link to a missing
+ * release is no release; image.json is joined into one line by `read`. */
 static const char facts_script[] =
     "R=\"$HOME/Library/Application Support/lume-metal\"\n"
     "printf 'home=%s\\n' \"$HOME\"\n"
-    "sw_vers 2>/dev/null\n"
-    "sysctl hw.model machdep.cpu.brand_string 2>/dev/null\n"
-    /* both links in one process: "l... PATH/current -> releases/<sha>" */
-    "ls -ld \"$R/current\" \"$R/previous\" 2>/dev/null\n"
-    "if [ -f \"$R/image.json\" ]; then printf 'image='; tr -d '\\n' <\"$R/image.json\"; printf '\\n'; fi\n";
+    "sysctl kern.osproductversion kern.osversion hw.model machdep.cpu.brand_string 2>/dev/null\n"
+    "for l in current previous; do\n"
+    "  if cd \"$R/$l\" 2>/dev/null; then printf '%s=' \"$l\"; pwd -P; fi\n"
+    "done\n"
+    "if [ -f \"$R/image.json\" ]; then\n"
+    "  printf 'image='\n"
+    "  while IFS= read -r l || [ -n \"$l\" ]; do printf '%s' \"$l\"; done <\"$R/image.json\"\n"
+    "  printf '\\n'\n"
+    "fi\n";
 
 static int
 target_new(guest_target **out, const char *name, char *err)
@@ -160,30 +167,15 @@ take(const char *text, const char *key)
 	return NULL;
 }
 
-/* The target of the link NAME in text's `ls -ld` lines ("l... /NAME -> TARGET"), or NULL. */
+/* ".../releases/<sha>" (what `pwd -P` said) to "<sha>", or NULL. */
 static char *
-link_target(const char *text, const char *name)
+release_sha(char *path)
 {
-	char pat[32];
-	const char *at;
+	char *s = path ? strrchr(path, '/') : NULL, *out = NULL;
 
-	snprintf(pat, sizeof pat, "/%s -> ", name);
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (*p == 'l' && (at = strstr(p, pat)) != NULL && at < p + strcspn(p, "\n")) {
-			at += strlen(pat);
-			return strndup(at, strcspn(at, "\n"));
-		}
-	return NULL;
-}
-
-/* "releases/<sha>" to "<sha>", or NULL. */
-static char *
-release_sha(char *link)
-{
-	char *s = link ? strrchr(link, '/') : NULL, *out;
-
-	out = s && lm_is_sha256(s + 1) ? strdup(s + 1) : NULL;
-	free(link);
+	if (s && s - path >= 9 && strncmp(s - 9, "/releases", 9) == 0 && lm_is_sha256(s + 1))
+		out = strdup(s + 1);
+	free(path);
 	return out;
 }
 
@@ -206,12 +198,12 @@ guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 		    r.err.data ? r.err.data : "");
 	if (rc == LM_OK) {
 		f->home = take(r.out.data, "home=");
-		f->os = take(r.out.data, "ProductVersion:");
-		f->build = take(r.out.data, "BuildVersion:");
+		f->os = take(r.out.data, "kern.osproductversion:");
+		f->build = take(r.out.data, "kern.osversion:");
 		f->model = take(r.out.data, "hw.model:");
 		f->chip = take(r.out.data, "machdep.cpu.brand_string:");
-		f->current = release_sha(link_target(r.out.data, "current"));
-		f->previous = release_sha(link_target(r.out.data, "previous"));
+		f->current = release_sha(take(r.out.data, "current="));
+		f->previous = release_sha(take(r.out.data, "previous="));
 		if ((img = take(r.out.data, "image=")) != NULL) {
 			f->image = cJSON_Parse(img);
 			free(img);

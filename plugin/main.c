@@ -65,7 +65,7 @@ static const cli_command commands[] = {
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"deploy", cmd_deploy, "push, verify, install, validate, activate, record",
 	    "deploy VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS] [--image REF] [--force] [--dry-run]\n\n"
-	    "Reads the guest's facts (sw_vers, hw.model, chip, image.json), consults the ledger for that\n"
+	    "Reads the guest's facts (macOS version and build, hw.model, chip, image.json), consults the ledger for that\n"
 	    "image version (a recorded failure is refused with exit 3 unless --force), reports\n"
 	    "\"unchanged\" without sending a byte when the payload is already current, else uploads it,\n"
 	    "verifies and unpacks it, probes stock and shimmed, and only on a pass switches current and\n"

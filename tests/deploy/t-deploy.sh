@@ -40,6 +40,10 @@ check_grep "... with no drift" '"state":"ok"' "$T/.out"
 check_rc "the same deploy again" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
 check_grep "... is unchanged" '"state":"unchanged"' "$T/.out"
 check_grep "... and sends no payload bytes" '"bytesSent":0' "$T/.out"
+mv "$(root tahoe-1)/releases/$A" "$T/moved-release"
+check_rc "current names a release that is gone: deploy" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
+check_grep "... installs it again, not unchanged" '"state":"deployed".*"bytesSent":[1-9]' "$T/.out"
+check "... and current is whole" test -f "$(root tahoe-1)/current/MANIFEST.json"
 
 check_rc "a second payload" 0 lm deploy tahoe-1 --payload "$T/b.tar.gz"
 check "... becomes current, the first previous" test "$(readlink "$(root tahoe-1)/current")" = "releases/$B" -a \
