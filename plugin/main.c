@@ -65,11 +65,11 @@ static const cli_command commands[] = {
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"deploy", cmd_deploy, "push, verify, install, validate, activate, record",
 	    "deploy VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS] [--image REF] [--force] [--dry-run]\n\n"
-	    "Reads the guest's facts (macOS version and build, hw.model, chip, image.json), consults the ledger for that\n"
-	    "image version (a recorded failure is refused with exit 3 unless --force), reports\n"
-	    "\"unchanged\" without sending a byte when the payload is already current, else uploads it,\n"
-	    "verifies and unpacks it, probes stock and shimmed, and only on a pass switches current and\n"
-	    "bootstraps the LaunchAgent. The verdict is recorded per image version.\n"
+	    "Reads the guest's facts (macOS version and build, hw.model, chip, image.json), consults\n"
+	    "the ledger for that image version (a recorded failure is refused with exit 3 unless\n"
+	    "--force), reports \"unchanged\" without sending a byte when the payload is already current,\n"
+	    "else uploads it, verifies and unpacks it, probes stock and shimmed, and only on a pass\n"
+	    "switches current and bootstraps the LaunchAgent. The verdict is recorded per image version.\n"
 	    PAYLOAD_FLAGS
 	    "  --image REF         the image reference for the ledger (default: the guest's image.json)\n"
 	    "  --force             validate an image version recorded as failing, and reinstall a\n"
