@@ -7,7 +7,7 @@
 HOME=${HOME:-}
 nl='
 '
-tab=$(printf '\t')
+tab='	'
 cr=$(printf '\r')
 LC_ALL=C
 export LC_ALL
@@ -38,30 +38,36 @@ jlines() {
 	done
 	printf ']'
 }
-# jfile FILE: the JSON object in FILE on one line, or null.
+# The helpers below answer in a variable, not on stdout: a $(...) is a process.
+# jfile FILE: sets j_out to the JSON object in FILE on one line (its lines trimmed of blanks and
+# CRs, joined by a space), or null.
 jfile() {
-	[ -s "$1" ] || { printf null; return 0; }
-	j=$(tr '\n\r\t' '   ' <"$1")
-	j=${j#"${j%%[! ]*}"}
-	j=${j%"${j##*[! ]}"}
-	case $j in '{'*'}') printf '%s' "$j" ;; *) printf null ;; esac
+	j_out=""
+	if [ -s "$1" ]; then
+		while IFS=" $tab$cr" read -r j_l || [ -n "$j_l" ]; do
+			j_out=$j_out${j_out:+${j_l:+ }}$j_l
+		done <"$1"
+	fi
+	case $j_out in '{'*'}') ;; *) j_out=null ;; esac
 }
-# env_get FILE KEY: the value of KEY in a KEY=VALUE file; fails when absent or malformed.
+# env_get FILE KEY: sets kv to the value of KEY in a KEY=VALUE file; fails when absent or malformed.
 env_get() {
+	kv=""
 	[ -f "$1" ] || return 1
 	while IFS='=' read -r k v || [ -n "$k" ]; do
 		[ "$k" = "$2" ] || continue
 		case $v in *[!A-Za-z0-9_.,:/+@-]*) return 1 ;; esac
-		printf '%s\n' "$v"
+		kv=$v
 		return 0
 	done <"$1"
 	return 1
 }
-# label_of RELEASE_DIR: the LaunchAgent label of a release, checked.
+# label_of RELEASE_DIR: sets lbl to the LaunchAgent label of a release, checked; fails without one.
 label_of() {
-	l=$(env_get "$1/payload.env" LUME_METAL_LABEL) || return 1
-	case $l in '' | *[!A-Za-z0-9._-]* | .*) return 1 ;; esac
-	printf '%s\n' "$l"
+	lbl=""
+	env_get "$1/payload.env" LUME_METAL_LABEL || return 1
+	case $kv in '' | *[!A-Za-z0-9._-]* | .*) return 1 ;; esac
+	lbl=$kv
 }
 home_ok() {
 	case $HOME in
@@ -75,14 +81,16 @@ os=""
 ROOT="$HOME/Library/Application Support/lume-metal"
 AGENTS="$HOME/Library/LaunchAgents"
 LOGS="$HOME/Library/Logs/lume-metal"
-# link_sha NAME: the release sha ROOT/NAME points at (releases/<sha>), or nothing.
+# link_sha NAME: sets l_sha to the release sha ROOT/NAME points at (releases/<sha>), or "".
+# readlink runs only when ROOT/NAME is a link.
 link_sha() {
+	l_sha=""
 	[ -L "$ROOT/$1" ] || return 0
-	t=$(readlink "$ROOT/$1") || return 0
-	s=${t#releases/}
-	[ "$s" != "$t" ] || return 0
-	case $s in *[!0-9a-f]* | '') return 0 ;; esac
-	[ ${#s} -ne 64 ] || printf '%s\n' "$s"
+	l_t=$(readlink "$ROOT/$1") || return 0
+	l_s=${l_t#releases/}
+	[ "$l_s" != "$l_t" ] || return 0
+	case $l_s in *[!0-9a-f]* | '') return 0 ;; esac
+	[ ${#l_s} -ne 64 ] || l_sha=$l_s
 }
 # mv_link TMP DEST: renames the link TMP over the link DEST without following DEST (BSD mv -h,
 # GNU mv -T): a plain mv would move TMP into the directory DEST points at.
@@ -99,7 +107,8 @@ point_link() {
 		if [ -e "$ROOT/$1" ] || [ -L "$ROOT/$1" ]; then rm -f "$ROOT/$1"; fi
 		return
 	fi
-	[ "$(link_sha "$1")" != "$2" ] || return 0
+	link_sha "$1"
+	[ "$l_sha" != "$2" ] || return 0
 	tmp="$ROOT/.$1.tmp.$$"
 	if [ -e "$tmp" ] || [ -L "$tmp" ]; then rm -f "$tmp"; fi
 	ln -s "releases/$2" "$tmp" || return 1

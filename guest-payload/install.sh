@@ -25,12 +25,23 @@ sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false
 work="" locked=0 new_rel=0 displaced="" activating=0 R=""
 
+# emit RESULT: the one JSON object, printed piece by piece (no $(...)).
 emit() {
-	cur_out=$(link_sha current)
-	prev_out=$(link_sha previous)
-	printf '{"result":"%s","sha256":%s,"current":%s,"previous":%s,"label":%s,"plist":%s,"validated":%s,"reason":%s,"stock":%s,"shimmed":%s}\n' \
-		"$1" "$(jopt "$sha")" "$(jopt "$cur_out")" "$(jopt "$prev_out")" "$(jopt "$label")" \
-		"$(jopt "$plist")" "$validated" "$(jopt "$reason")" "$stock_json" "$shimmed_json"
+	printf '{"result":"%s","sha256":' "$1"
+	jopt "$sha"
+	link_sha current
+	printf ',"current":'
+	jopt "$l_sha"
+	link_sha previous
+	printf ',"previous":'
+	jopt "$l_sha"
+	printf ',"label":'
+	jopt "$label"
+	printf ',"plist":'
+	jopt "$plist"
+	printf ',"validated":%s,"reason":' "$validated"
+	jopt "$reason"
+	printf ',"stock":%s,"shimmed":%s}\n' "$stock_json" "$shimmed_json"
 }
 # cleanup: the work directory and the lock, in one rm.
 cleanup() {
@@ -89,8 +100,10 @@ mkdir -p "$ROOT/releases" "$ROOT/staging" "$AGENTS" "$LOGS" 2>/dev/null ||
 	fail "cannot create $ROOT, $AGENTS or $LOGS (full disk or permissions?)"
 lock || fail "another lume-metal install or rollback holds $ROOT/.lock (remove it if no such process runs)"
 locked=1
-cur_sha=$(link_sha current)
-prev_sha=$(link_sha previous)
+link_sha current
+cur_sha=$l_sha
+link_sha previous
+prev_sha=$l_sha
 
 # 1. The payload is the one the host built.
 got=$(shasum -a 256 <"$payload" 2>/dev/null)
@@ -102,8 +115,8 @@ sha=$want
 R="$ROOT/releases/$sha"
 
 # 2. Reinstalling what is already current and intact, with the same agent loaded: no change.
-if [ "$sha" = "$cur_sha" ] && release_drift "$R" >/dev/null && label=$(label_of "$R"); then
-	plist="$AGENTS/$label.plist"
+if [ "$sha" = "$cur_sha" ] && release_drift "$R" >/dev/null && label_of "$R"; then
+	label=$lbl plist="$AGENTS/$lbl.plist"
 	if [ -f "$plist" ] && render_plist "$R" | cmp -s - "$plist" && is_loaded "$label"; then
 		emit unchanged
 		exit 0
@@ -173,27 +186,29 @@ sums=$(awk 'FILENAME == ARGV[1] {
 		if (unrec != "") print "unrecorded " substr(unrec, 1, length(unrec) - 1)
 		if (ph) print "placeholder"
 	}' "$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
-# finding TAG: the text of the TAG line of $sums; fails when there is none.
+# finding TAG: sets f_out to the text of the TAG line of $sums; fails when there is none.
 finding() {
-	f_all=$nl$sums$nl
-	case $f_all in *"$nl$1 "* | *"$nl$1$nl"*) ;; *) return 1 ;; esac
-	f_all=${f_all#*"$nl$1"}
-	f_all=${f_all#" "}
-	printf '%s' "${f_all%%"$nl"*}"
+	f_out=$nl$sums$nl
+	case $f_out in *"$nl$1 "* | *"$nl$1$nl"*) ;; *) return 1 ;; esac
+	f_out=${f_out#*"$nl$1"}
+	f_out=${f_out#" "}
+	f_out=${f_out%%"$nl"*}
 }
-! finding malformed >/dev/null || fail "SHA256SUMS has a malformed line"
-if m=$(finding missing); then fail "payload does not list ${m}in SHA256SUMS"; fi
+! finding malformed || fail "SHA256SUMS has a malformed line"
+if finding missing; then fail "payload does not list ${f_out}in SHA256SUMS"; fi
 if ! drift=$(release_drift "$fresh"); then
 	fail "payload files do not match SHA256SUMS: $(printf '%s' "$drift" | tr '\n' ' ')"
 fi
-if m=$(finding unrecorded); then fail "MANIFEST.json does not record the SHA-256 of $m"; fi
-label=$(label_of "$fresh") || fail "payload.env has no valid LUME_METAL_LABEL"
-target=$(env_get "$fresh/payload.env" LUME_METAL_TARGET) || fail "payload.env has no valid LUME_METAL_TARGET"
+if finding unrecorded; then fail "MANIFEST.json does not record the SHA-256 of $f_out"; fi
+label_of "$fresh" || fail "payload.env has no valid LUME_METAL_LABEL"
+label=$lbl
+env_get "$fresh/payload.env" LUME_METAL_TARGET || fail "payload.env has no valid LUME_METAL_TARGET"
+target=$kv
 [ -n "$os" ] || os=$(uname -s)
 case $os in Darwin) host_target=macos ;; *) host_target=linux-sim ;; esac
 [ "$target" = "$host_target" ] || fail "payload is for target $target, this guest runs $host_target"
 plist="$AGENTS/$label.plist"
-if [ "$validate" -eq 1 ] && finding placeholder >/dev/null; then
+if [ "$validate" -eq 1 ] && finding placeholder; then
 	fail "payload holds placeholder binaries (MANIFEST.json); it cannot be validated"
 fi
 
@@ -218,17 +233,22 @@ if [ "$validate" -eq 1 ]; then
 		exec "$R/bin/lume-metal-probe"
 	) >"$work/stock.json" 2>"$work/stock.err"
 	rc=$?
-	stock_json=$(jfile "$work/stock.json")
+	jfile "$work/stock.json"
+	stock_json=$j_out
 	if [ "$rc" -ne 0 ] || [ "$stock_json" = null ]; then
 		fail "stock probe failed (exit $rc): $(tail -n 3 "$work/stock.err" | tr '\n' ' ')"
 	fi
 	"$R/bin/run-with-shim" "$R/bin/lume-metal-probe" --expect "$R/profile.json" --stock "$work/stock.json" \
 		>"$work/shimmed.json" 2>"$work/shimmed.err"
 	rc=$?
-	shimmed_json=$(jfile "$work/shimmed.json")
+	jfile "$work/shimmed.json"
+	shimmed_json=$j_out
 	case $rc in
 	0) [ "$shimmed_json" != null ] || fail "shimmed probe printed no JSON" ;;
-	1) fail "validation failed: the shimmed device does not meet profile $(env_get "$R/payload.env" LUME_METAL_PROFILE || echo '?') (see shimmed.expect.differences)" ;;
+	1)
+		env_get "$R/payload.env" LUME_METAL_PROFILE || kv='?'
+		fail "validation failed: the shimmed device does not meet profile $kv (see shimmed.expect.differences)"
+		;;
 	*) fail "shimmed probe failed (exit $rc): $(tail -n 3 "$work/shimmed.err" | tr '\n' ' ')" ;;
 	esac
 	validated=true
@@ -243,7 +263,7 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
 old_label=""
-[ -z "$cur_sha" ] || old_label=$(label_of "$ROOT/releases/$cur_sha" 2>/dev/null) || old_label=""
+[ -z "$cur_sha" ] || ! label_of "$ROOT/releases/$cur_sha" || old_label=$lbl
 [ "$old_label" != "$label" ] || old_label=""
 save_agents "$label" ${old_label:+"$old_label"}
 
@@ -277,7 +297,8 @@ new_rel=0
 trap 'fail "interrupted"' INT TERM HUP
 
 # 9. Keep current and previous, drop older releases.
-keep_prev=$(link_sha previous)
+link_sha previous
+keep_prev=$l_sha
 for d in "$ROOT/releases"/*; do
 	[ -d "$d" ] || continue
 	n=${d##*/}

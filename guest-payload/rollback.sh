@@ -24,8 +24,11 @@ from="" cur_sha="" prev_sha="" label="" reason="" removed="" booted=""
 work="" locked=0 activating=0
 
 emit() {
+	link_sha current
+	e_cur=$l_sha
+	link_sha previous
 	printf '{"result":"%s","to":"%s","from":%s,"current":%s,"previous":%s,"label":%s,"removed":%s,"bootedOut":%s,"reason":%s}\n' \
-		"$1" "$mode" "$(jopt "$from")" "$(jopt "$(link_sha current)")" "$(jopt "$(link_sha previous)")" \
+		"$1" "$mode" "$(jopt "$from")" "$(jopt "$e_cur")" "$(jopt "$l_sha")" \
 		"$(jopt "$label")" "$(printf '%s\n' "$removed" | jlines)" "$(printf '%s\n' "$booted" | jlines)" \
 		"$(jopt "$reason")"
 }
@@ -78,14 +81,16 @@ if [ ! -d "$ROOT" ]; then
 fi
 lock || fail "another lume-metal install or rollback holds $ROOT/.lock (remove it if no such process runs)"
 locked=1
-cur_sha=$(link_sha current)
-prev_sha=$(link_sha previous)
+link_sha current
+cur_sha=$l_sha
+link_sha previous
+prev_sha=$l_sha
 from=$cur_sha
 
 labels=""
 for s in $cur_sha $prev_sha; do
-	l=$(label_of "$ROOT/releases/$s" 2>/dev/null) || continue
-	case " $labels " in *" $l "*) ;; *) labels="$labels $l" ;; esac
+	label_of "$ROOT/releases/$s" || continue
+	case " $labels " in *" $lbl "*) ;; *) labels="$labels $lbl" ;; esac
 done
 
 if [ "$mode" = none ]; then
@@ -148,10 +153,11 @@ P="$ROOT/releases/$prev_sha"
 if ! drift=$(release_drift "$P"); then
 	fail "the previous release $prev_sha no longer matches its checksums: $(printf '%s' "$drift" | tr '\n' ' ')"
 fi
-label=$(label_of "$P") || fail "the previous release has no valid LUME_METAL_LABEL"
+label_of "$P" || fail "the previous release has no valid LUME_METAL_LABEL"
+label=$lbl
 plist="$AGENTS/$label.plist"
 old_label=""
-[ -z "$cur_sha" ] || old_label=$(label_of "$ROOT/releases/$cur_sha" 2>/dev/null) || old_label=""
+[ -z "$cur_sha" ] || ! label_of "$ROOT/releases/$cur_sha" || old_label=$lbl
 [ "$old_label" != "$label" ] || old_label=""
 
 mkdir -p "$AGENTS" "$LOGS" 2>/dev/null || fail "cannot create $AGENTS or $LOGS"

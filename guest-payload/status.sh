@@ -30,8 +30,10 @@ if ! home_ok; then
 	exit 2
 fi
 uid=$(id -u)
-cur_sha=$(link_sha current)
-prev_sha=$(link_sha previous)
+link_sha current
+cur_sha=$l_sha
+link_sha previous
+prev_sha=$l_sha
 
 releases="" cur_drift=""
 for d in "$ROOT/releases"/*; do
@@ -47,7 +49,7 @@ fi
 
 label="" service=null agent=null
 if [ -n "$cur_sha" ]; then
-	label=$(label_of "$ROOT/releases/$cur_sha" 2>/dev/null) || label=""
+	! label_of "$ROOT/releases/$cur_sha" || label=$lbl
 fi
 if [ -n "$label" ]; then
 	target="gui/$uid/$label"
@@ -75,7 +77,10 @@ fi
 if [ -n "$(printf '%s' "$cur_drift" | tr -d '\n')" ]; then detected=true; else detected=false; fi
 
 image=null
-[ ! -f "$ROOT/image.json" ] || image=$(jfile "$ROOT/image.json")
+if [ -f "$ROOT/image.json" ]; then
+	jfile "$ROOT/image.json"
+	image=$j_out
+fi
 osv=$(sw_vers -productVersion 2>/dev/null) || osv=""
 osb=$(sw_vers -buildVersion 2>/dev/null) || osb=""
 model=$(sysctl -n hw.model 2>/dev/null) || model=""
