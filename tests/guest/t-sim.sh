@@ -81,6 +81,8 @@ is_eq "plutil -lint exits 1 on a key without a value" $? 1
 check_grep "plutil -lint names the problem" "^$T/bad.plist: Value missing for key inside <dict>" "$T/o"
 sed 's/<\/dict>//' "$T/good.plist" >"$T/bad2.plist"
 check_rc "plutil -lint exits 1 on malformed XML" 1 plutil -lint "$T/bad2.plist"
+plutil -lint "$T/bad2.plist" >"$T/o" 2>&1
+check_grep "plutil -lint on malformed XML names the parser's error and line" "^$T/bad2.plist: .* on line [0-9][0-9]*\$" "$T/o"
 check_rc "plutil -lint exits 1 on a missing file" 1 plutil -lint "$T/none.plist"
 
 # defaults
@@ -117,4 +119,6 @@ check_rc "bootstrap refuses a world-writable plist (5)" 5 launchctl bootstrap "g
 chmod 644 "$T/good.plist"
 check_rc "bootstrap without a GUI session exits 125" 125 env LUME_METAL_SIM_GUI_SESSION=0 launchctl bootstrap "gui/$uid" "$T/good.plist"
 check_rc "bootstrap of a missing plist exits 2" 2 launchctl bootstrap "gui/$uid" "$T/none.plist"
+check_rc "bootstrap of a plist that is not well-formed XML exits 5" 5 launchctl bootstrap "gui/$uid" "$T/bad2.plist"
+check_rc "... and loads nothing" 113 launchctl print "gui/$uid/com.example.sim"
 t_done
