@@ -37,11 +37,13 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 		--accept-new --state "$T/state" --json >"$T/pw.out" 2>&1
 	rc=$?
 	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
 	if [ "$rc" -eq 0 ]; then ok "password auth from --password-file deploys"; else
 		not_ok "password auth from --password-file deploys"; sed 's/^/#   /' "$T/pw.out"
 	fi
 	check_grep "... as deployed" '"state":"deployed"' "$T/pw.out"
-	check "... and the password is in no ps output" sh -c '! grep -qF -- "$1" "$2"' - "$pw" "$T/ps.log"
+	# The pattern comes from the file: a ps still running would see it on grep's command line.
+	check "... and the password is in no ps output" sh -c '! grep -qF -f "$1" "$2"' - "$T/pwfile" "$T/ps.log"
 	check "... nor in the output, the ledger or the guest" sh -c '! grep -rqF -- "$1" "$2/pw.out" "$2/state" "$2/g/pw/home" "$2/g/pw/sshd.log"' - "$pw" "$T"
 	LUME_METAL_PASSWORD=$pw "$LM" status --host "$U@127.0.0.5:$PORT" --known-hosts "$T/kh3" --state "$T/state" >"$T/pw2.out" 2>&1
 	check_grep "\$LUME_METAL_PASSWORD works too" ' ok ' "$T/pw2.out"
