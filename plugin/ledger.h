@@ -7,16 +7,63 @@
 
 #include <cjson/cJSON.h>
 
-/* The image-version key, fields in a fixed order; NULL fields are stored as null.
- * Returns a new object the caller owns (cJSON_Delete), or NULL when out of memory. */
+/* What a guest sends back is stored bounded, whatever it sent: a string of a record at most
+ * LEDGER_STR_MAX bytes (a longer one is cut, ending in "..."), at most LEDGER_REASONS reasons,
+ * and the probe's answers only as ledger_probe_summary keeps them. ledger_append and
+ * ledger_merge refuse a record that is not of the shape ledger_record_problem checks, or is
+ * larger than LEDGER_RECORD_MAX bytes printed or deeper than LEDGER_RECORD_DEPTH levels, so
+ * every document parses again (cJSON stops at 1000 levels) and stays small. */
+#define LEDGER_STR_MAX 512
+#define LEDGER_REASONS 4
+#define LEDGER_RECORD_MAX (64u << 10)
+#define LEDGER_RECORD_DEPTH 8
+
+/* The image-version key, fields in a fixed order; NULL fields are stored as null, a string
+ * longer than LEDGER_STR_MAX is cut. Returns a new object the caller owns (cJSON_Delete), or
+ * NULL when out of memory. */
 cJSON *ledger_key(const char *image, const char *digest, const char *guest_os, const char *guest_build,
     const char *guest_model, const char *host_chip, const char *host_build);
 
 /* The document's path for key: <state>/ledger/<16 hex of the key's SHA-256>.json. */
 int ledger_path(char *out, size_t len, const char *state, const cJSON *key);
 
+/* A new object (caller frees) holding only the probe answer's fields that docs/interfaces.md
+ * documents ("probe", "version", "os", "device", "families", the three limits,
+ * "hasUnifiedMemory", "shim", "expect"), each only with its documented type, strings cut to
+ * 200 bytes, at most 32 families, 8 shim processes and 8 expect differences (the rest counted
+ * in "processesDropped" and "differencesDropped"): a few KiB at most, whatever the guest sent.
+ * NULL when probe is not an object, or out of memory. */
+cJSON *ledger_probe_summary(const cJSON *probe);
+
+/* Adds v (NULL: nothing) to o under k, cut to LEDGER_STR_MAX bytes at a UTF-8 boundary with
+ * "..." at the end. Returns 0, or -1 out of memory. */
+int ledger_add_str(cJSON *o, const char *k, const char *v);
+
+/* Adds reason to rec's "reasons" array (made when absent), cut as ledger_add_str does; past
+ * LEDGER_REASONS reasons it only counts it in "reasonsDropped". Returns 0, or -1. */
+int ledger_add_reason(cJSON *rec, const char *reason);
+
+/* Why rec is not a ledger record, or NULL when it is one. A record is an object with "kind"
+ * "deploy" (with "verdict" "pass" or "fail"), "rollback" (with "result", a string) or "bench"
+ * (with "verdict" "effective", "not-effective" or "unknown", and "bench" an object); a
+ * non-empty "vm" string; "time" as 2026-01-31T23:59:59Z (a fraction of a second allowed);
+ * when present, "address", "host", "controller", "payloadSha256", "profile", "workload",
+ * "target", "to", "from", "command" and "evidence" strings (or null), "reasons" an array of at most
+ * LEDGER_REASONS strings, "forced" a boolean, "stock" and "shimmed" objects or null, "hashes"
+ * an object; no string longer than 4 KiB, no array of more than 256 items, and the bounds
+ * above. why (160 bytes) may receive the text returned. */
+const char *ledger_record_problem(const cJSON *rec, char why[160]);
+
+/* "VM <vm> (host <host>, address <address>) at <time>: <first reason>" for rec, each field
+ * present bounded and with any byte outside printable ASCII shown as '?': who wrote rec, to
+ * name it in a message. Returns out. */
+char *ledger_record_who(char *out, size_t len, const cJSON *rec);
+
 /* Appends a copy of record (adding "time" when absent) to key's document, creating it and
- * <state>/ledger/ as needed. A corrupt document is reported with its path (LM_EFAIL). */
+ * <state>/ledger/ as needed. A record that ledger_record_problem refuses is an input error
+ * naming why (LM_EINPUT) and is not written. The new document is parsed again before it
+ * replaces the old one, and is not written when it does not parse. A corrupt document is
+ * reported with its path (LM_EFAIL). */
 int ledger_append(const char *state, const cJSON *key, const cJSON *record, char *err);
 
 /* Loads key's document into *out (caller frees), or *out = NULL when there is none. */
@@ -34,7 +81,9 @@ int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON 
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 
 /* Calls fn for every document, sorted by path; stops at the first non-zero return and
- * returns it. A corrupt document is an error naming its path. */
+ * returns it. A document that cannot be read or parsed costs only itself: fn is called for
+ * every other one, and then the return is LM_EFAIL, err naming the first such path and how
+ * many there were. */
 int ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx,
     char *err);
 
@@ -47,13 +96,18 @@ typedef struct {
 /* Merges ledger documents fetched from other machines into state's ledger. Each of
  * srcs[0..nsrcs) is a document file, a ledger directory or a state directory holding ledger/
  * (a directory without documents adds none). Every source document is read and checked
- * first: one that is not a ledger document (object, "key" object, "records" array of objects
- * with a "time" string) is an error naming its path (LM_EINPUT), and so is a document of
- * state that does not parse (LM_EFAIL); either way nothing is written. Then each document of
- * state is updated once, under its lock as ledger_append does: a record equal to one there
- * (the whole record) counts as present, any other is inserted after the last record whose
- * "time" is not later than its own, so a sorted document stays sorted and merging the same
- * source again adds nothing. *out gets the counts, also after a failure. */
+ * first: one that is not a ledger document (an object, "format" 1 when present, a "key"
+ * object whose seven fields are strings or null, a "records" array of records as
+ * ledger_record_problem has them) is an input error naming its path and the record's index
+ * and what is wrong (LM_EINPUT), and nothing is written. A document of state that does not
+ * parse costs only its image version: the sources for it are not merged, every other one is,
+ * and the return is LM_EFAIL naming it. Each document of state is updated once, under its
+ * lock as ledger_append does: a record equal to one there (the whole record, as
+ * cJSON_Compare says, also to one added by this merge) counts as present, any other is
+ * inserted after the last record whose "time" is not later than its own, so a sorted
+ * document stays sorted and merging the same source again adds nothing. n records into m
+ * take O((n + m) log(n + m)): a hash of each record, and one sort of the new ones. *out gets
+ * the counts, also after a failure. */
 int ledger_merge(ledger_merge_counts *out, const char *state, const char *const *srcs, size_t nsrcs, char *err);
 
 #endif

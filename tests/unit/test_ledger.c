@@ -99,10 +99,12 @@ merge_same(ledger_merge_counts *n, int *same, const char *state, const char **sr
 	return rc;
 }
 
+static void test_merge_shapes(const char *a, const char *c, const char *path);
+
 static void
 test_merge(const cJSON *k, const cJSON *k2)
 {
-	char err[LM_ERRLEN] = "", a[4200], b[4200], c[4200], got[512], path[4400];
+	char err[LM_ERRLEN] = "", a[4200], b[4200], c[4200], got[512], path[4400], *text = NULL;
 	ledger_merge_counts n;
 	const char *src[2];
 	int rc, same;
@@ -141,24 +143,278 @@ test_merge(const cJSON *k, const cJSON *k2)
 	write_text(path, "{\"key\": {}, \"records\": [\"not a record\"]}");
 	src[0] = c;
 	rc = merge_same(&n, &same, a, src, 1, err);
-	UNIT_OK(rc == LM_EINPUT, "a source with a bad record is refused");
+	UNIT_OK(rc == LM_EINPUT, "a source with a bad key is refused");
 	UNIT_HAS(err, path, "... naming its path");
-	UNIT_HAS(err, "records[0]", "... and the record");
+	UNIT_HAS(err, "key: no \"image\"", "... and what is wrong");
 	UNIT_OK(same, "... and nothing from the good document is written");
+	test_merge_shapes(a, c, path);
 
 	src[0] = b, src[1] = "/nonexistent/ledger";
 	rc = ledger_merge(&n, a, src, 2, err);
 	UNIT_OK(rc == LM_EINPUT, "a missing source is an input error");
 	UNIT_HAS(err, "/nonexistent/ledger", "... naming it");
 
-	/* A document of the target that does not parse is reported and left alone. */
+	/* A document of the target that does not parse costs only its image version. */
+	put(b, k, "vm6", "2026-01-01T00:00:06Z", err);
 	ledger_path(path, sizeof path, a, k2);
 	write_text(path, "{\"key\": ");
 	src[0] = b;
-	rc = merge_same(&n, &same, a, src, 1, err);
-	UNIT_OK(rc == LM_EFAIL, "a corrupt document of the target stops the merge");
+	rc = ledger_merge(&n, a, src, 1, err);
+	UNIT_OK(rc == LM_EFAIL, "a corrupt document of the target fails the merge");
 	UNIT_HAS(err, path, "... naming it");
-	UNIT_OK(same, "... before anything is written");
+	vms(got, sizeof got, a, k);
+	UNIT_OK(strcmp(got, "vm0 vm1 vm2 vm3 vm4 vm5 vm6") == 0 && n.merged == 1 && n.documents == 1,
+	    "... after merging every other image version (%s; %d merged)", got, n.merged);
+	lm_read_file(&text, NULL, path, 1 << 20, NULL);
+	UNIT_OK(text && strcmp(text, "{\"key\": ") == 0, "... and leaves the corrupt one as it was");
+	free(text);
+}
+
+/* A document for key k holding records (a JSON array's text), written at path. */
+static void
+write_doc(const char *path, const char *records)
+{
+	char text[8192];
+
+	snprintf(text, sizeof text, "{\"format\":1,\"key\":{\"image\":\"i\",\"imageDigest\":null,\"guestOS\":\"26.5.2\","
+	    "\"guestBuild\":\"25F84\",\"guestModel\":\"m\",\"hostChip\":\"c\",\"hostBuild\":\"b\"},\"records\":%s}", records);
+	write_text(path, text);
+}
+
+/* ledger merge checks each record's shape: every bad one is refused naming the file, the
+ * record's index and what is wrong, and nothing is written. */
+static void
+test_merge_shapes(const char *a, const char *c, const char *path)
+{
+#define GOOD "{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"pass\",\"time\":\"2026-01-01T00:00:00Z\"}"
+	static const struct {
+		const char *rec, *why;
+	} bad[] = {
+		{"{\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\"}", "no \"kind\""},
+		{"{\"kind\":\"status\",\"vm\":\"v\",\"time\":\"2026-01-01T00:00:00Z\"}", "unknown \"kind\" \"status\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":true,\"time\":\"2026-01-01T00:00:00Z\"}", "\"verdict\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"maybe\",\"time\":\"2026-01-01T00:00:00Z\"}", "\"verdict\""},
+		{"{\"kind\":\"deploy\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\"}", "no \"vm\""},
+		{"{\"kind\":\"deploy\",\"vm\":7,\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\"}", "no \"vm\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\"}", "no \"time\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"yesterday\"}", "no \"time\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"host\":1}",
+		    "\"host\" is neither a string nor null"},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"reasons\":\"x\"}",
+		    "\"reasons\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"stock\":[]}",
+		    "\"stock\""},
+		{"{\"kind\":\"rollback\",\"vm\":\"v\",\"time\":\"2026-01-01T00:00:00Z\"}", "no \"result\""},
+		{"{\"kind\":\"bench\",\"vm\":\"v\",\"verdict\":\"effective\",\"time\":\"2026-01-01T00:00:00Z\"}",
+		    "no \"bench\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\","
+		    "\"stock\":{\"a\":[[[[[[[[1]]]]]]]]}}", "deeper than"},
+		{"\"not a record\"", "not an object"},
+	};
+	char err[LM_ERRLEN], recs[4096];
+	ledger_merge_counts n;
+	const char *src[1] = {c};
+	int refused = 0, named = 0, same = 1, s1;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(recs, sizeof recs, "[" GOOD ",%s]", bad[i].rec);
+		write_doc(path, recs);
+		if (merge_same(&n, &s1, a, src, 1, err) == LM_EINPUT)
+			refused++;
+		else
+			printf("# not refused: %s\n", bad[i].rec);
+		same &= s1;
+		if (strstr(err, path) && strstr(err, "records[1]: ") && strstr(err, bad[i].why))
+			named++;
+		else
+			printf("# %s\n#   wanted records[1] and %s\n", err, bad[i].why);
+	}
+	UNIT_OK(refused == (int)(sizeof bad / sizeof bad[0]), "merge refuses each of %zu badly shaped records (%d)",
+	    sizeof bad / sizeof bad[0], refused);
+	UNIT_OK(named == refused, "... naming the file, the record's index and what is wrong");
+	UNIT_OK(same, "... and writes nothing");
+	write_doc(path, "[" GOOD "]");
+	UNIT_OK(ledger_merge(&n, a, src, 1, err) == LM_OK, "a well-shaped record of the same file merges (%s)", err);
+	write_text(path, "{\"format\":1,\"key\":{\"image\":1},\"records\":[]}");
+	UNIT_OK(merge_same(&n, &s1, a, src, 1, err) == LM_EINPUT && strstr(err, "\"image\"") && s1,
+	    "a key field of the wrong type is refused, nothing written (%s)", err);
+	unlink(path);
+#undef GOOD
+}
+
+/* merge_into's sort against one-by-one insertion as ledger.h says it: state's document with
+ * its records out of time order, sources repeating records of it and of each other. */
+static void
+test_merge_order(const cJSON *k)
+{
+	char err[LM_ERRLEN] = "", s[4200], t[4200], got[8192], want[8192] = "", vm[32], when[32];
+	static char times[200][32], names[200][32];
+	ledger_merge_counts n;
+	const char *src[1] = {t};
+	int rc = LM_OK, nex = 0, order[400], nord = 0;
+
+	snprintf(s, sizeof s, "%s/order-s", dir), snprintf(t, sizeof t, "%s/order-t", dir);
+	srand(7);
+	for (int i = 0; i < 200; i++) {
+		snprintf(when, sizeof when, "2026-01-01T00:00:%02dZ", rand() % 30);
+		snprintf(vm, sizeof vm, "x%d", i);
+		memcpy(times[i], when, sizeof when), memcpy(names[i], vm, sizeof vm);
+	}
+	/* state: 60 records in arrival order (times unsorted); the source: 140, some of them the
+	 * state's own records again and some twice. */
+	for (int i = 0; i < 60; i++) {
+		rc |= put(s, k, names[i], times[i], err);
+		order[nord++] = i, nex++;
+	}
+	for (int j = 0; j < 140; j++) {
+		int i = j % 7 == 0 ? rand() % 60 : j % 11 == 0 && j > 60 ? 60 + rand() % (j - 60) : 60 + j % 140;
+
+		rc |= put(t, k, names[i], times[i], err);
+		/* one by one: present when equal to one there, else after the last not later */
+		{
+			int seen = 0, at = 0;
+
+			for (int x = 0; x < nord; x++) {
+				if (order[x] == i)
+					seen = 1;
+				if (strcmp(times[order[x]], times[i]) <= 0)
+					at = x + 1;
+			}
+			if (!seen) {
+				memmove(order + at + 1, order + at, (size_t)(nord - at) * sizeof *order);
+				order[at] = i, nord++;
+			}
+		}
+	}
+	for (int x = 0; x < nord; x++) {
+		size_t l = strlen(want);
+
+		snprintf(want + l, sizeof want - l, "%s%s", x ? " " : "", names[order[x]]);
+	}
+	rc |= ledger_merge(&n, s, src, 1, err);
+	vms(got, sizeof got, s, k);
+	UNIT_OK(rc == LM_OK && strcmp(got, want) == 0 && n.merged == nord - nex,
+	    "merge puts %d records where inserting them one by one would, also among unsorted ones (%d present)",
+	    nord - nex, n.present);
+	if (strcmp(got, want) != 0)
+		printf("#   got  %s\n#   want %s\n", got, want);
+}
+
+/* A guest's answers as a hostile guest sends them: 998 levels deep (cJSON parses 1000), or
+ * megabytes long. */
+static void
+test_hostile(const cJSON *k)
+{
+	char err[LM_ERRLEN] = "", state[4200], path[4400];
+	lm_buf text = {0};
+	cJSON *probe, *rec, *sum, *doc = NULL;
+	char *big = malloc(4 << 20), *printed;
+	size_t size;
+	int rc;
+
+	snprintf(state, sizeof state, "%s/hostile", dir);
+	/* {"probe":..,"stock":{"x":[[[...1...]]]}}: the guest's answer, at depth 998 */
+	lm_buf_addf(&text, "{\"result\":\"failed\",\"stock\":{\"probe\":\"lume-metal-probe\",\"x\":");
+	for (int i = 0; i < 998; i++)
+		lm_buf_add(&text, "[", 1);
+	lm_buf_add(&text, "1", 1);
+	for (int i = 0; i < 998; i++)
+		lm_buf_add(&text, "]", 1);
+	lm_buf_addf(&text, "}}");
+	probe = cJSON_Parse(text.data);
+	UNIT_OK(probe != NULL, "a 998-deep guest answer parses (cJSON's limit is 1000)");
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "kind", "deploy");
+	cJSON_AddStringToObject(rec, "vm", "hostile");
+	cJSON_AddStringToObject(rec, "verdict", "fail");
+	cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(probe, "stock"), 1));
+	rc = ledger_append(state, k, rec, err);
+	UNIT_OK(rc == LM_EINPUT, "a record holding it as sent is refused");
+	UNIT_HAS(err, "\"stock\": deeper than", "... saying why");
+	rc = ledger_load(&doc, state, k, err);
+	UNIT_OK(rc == LM_OK, "... and the image version's document still reads");
+	cJSON_Delete(doc);
+	sum = ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(probe, "stock"));
+	cJSON_ReplaceItemInObject(rec, "stock", sum);
+	rc = ledger_append(state, k, rec, err);
+	rc |= ledger_load(&doc, state, k, err);
+	UNIT_OK(rc == LM_OK && doc != NULL, "its summary is recorded, and the document reads again %s", err);
+	UNIT_OK(sum && cJSON_GetObjectItemCaseSensitive(sum, "x") == NULL &&
+	    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(sum, "probe")), "... the summary kept \"probe\", not \"x\"");
+	cJSON_Delete(doc);
+	cJSON_Delete(probe);
+	lm_buf_free(&text);
+
+	/* Megabytes: a 4 MiB device name, 10000 families, 10000 differences of 1 KiB, 20 reasons of
+	 * 4 MiB. */
+	memset(big, 'A', (4 << 20) - 1);
+	big[(4 << 20) - 1] = '\0';
+	probe = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(probe, "device"), "name", big);
+	{
+		cJSON *fam = cJSON_AddObjectToObject(probe, "families"), *ex = cJSON_AddObjectToObject(probe, "expect");
+		cJSON *d = cJSON_AddArrayToObject(ex, "differences"), *sh = cJSON_AddObjectToObject(probe, "shim");
+		cJSON *pr = cJSON_AddArrayToObject(sh, "processes");
+
+		for (int i = 0; i < 10000; i++) {
+			char f[24];
+
+			snprintf(f, sizeof f, "Apple%d", i);
+			cJSON_AddTrueToObject(fam, f);
+			big[1024] = '\0';
+			cJSON_AddItemToArray(d, cJSON_CreateString(big));
+			cJSON_AddItemToArray(pr, cJSON_CreateString(big));
+			big[1024] = 'A';
+		}
+		cJSON_AddStringToObject(sh, "reason", big);
+	}
+	cJSON_AddStringToObject(probe, "version", big);
+	sum = ledger_probe_summary(probe);
+	printed = sum ? cJSON_PrintUnformatted(sum) : NULL;
+	size = printed ? strlen(printed) : 0;
+	UNIT_OK(printed && size < 6 * 1024, "a ~40 MB probe answer is summarized in %zu bytes", size);
+	UNIT_OK(sum && cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "expect"), "differencesDropped") &&
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sum, "shim"), "processesDropped"),
+	    "... counting what it dropped");
+	free(printed);
+	cJSON_DeleteItemFromObject(rec, "stock");
+	cJSON_AddItemToObject(rec, "stock", sum);
+	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(probe));
+	for (int i = 0; i < 20; i++)
+		ledger_add_reason(rec, big);
+	cJSON_AddStringToObject(rec, "time", "2026-01-01T00:00:00Z");
+	printed = cJSON_PrintUnformatted(rec);
+	size = printed ? strlen(printed) : 0;
+	UNIT_OK(size < 16 * 1024 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "reasons")) == LEDGER_REASONS,
+	    "a deploy record of it with 20 reasons of 4 MiB is %zu bytes, %d reasons kept", size, LEDGER_REASONS);
+	free(printed);
+	rc = ledger_append(state, k, rec, err);
+	ledger_path(path, sizeof path, state, k);
+	{
+		struct stat st;
+
+		UNIT_OK(rc == LM_OK && stat(path, &st) == 0 && st.st_size < 32 * 1024,
+		    "... and is recorded: the document is %lld bytes %s", (long long)(rc ? 0 : st.st_size), err);
+	}
+	cJSON_AddStringToObject(rec, "command", big);
+	UNIT_OK(ledger_append(state, k, rec, err) == LM_EINPUT, "a record with a 4 MiB field is refused (%s)", err);
+	cJSON_Delete(rec);
+	cJSON_Delete(probe);
+	free(big);
+}
+
+/* ledger_record_who names the VM, host, address, time and reason, printable. */
+static void
+test_who(void)
+{
+	cJSON *rec = cJSON_Parse("{\"vm\":\"mac1/tahoe-b\",\"host\":\"mac1\",\"address\":\"192.168.64.5\","
+	    "\"time\":\"2026-01-01T00:00:00Z\",\"reasons\":[\"validation failed\\u001b[2J\"]}");
+	char out[512];
+
+	ledger_record_who(out, sizeof out, rec);
+	UNIT_OK(strcmp(out, "VM mac1/tahoe-b (host mac1, address 192.168.64.5) at 2026-01-01T00:00:00Z: "
+	    "validation failed?[2J") == 0, "record_who: %s", out);
+	cJSON_Delete(rec);
 }
 
 /* ledger_load_last: the last record of a kind, fresh after every append (its cache must not
@@ -175,11 +431,14 @@ test_load_last(const char *state, const cJSON *k)
 	    "load_last: no document, no record");
 	cJSON_AddStringToObject(rec, "kind", "deploy");
 	cJSON_AddStringToObject(rec, "vm", "");
+	cJSON_AddStringToObject(rec, "verdict", "pass");
+	cJSON_AddObjectToObject(rec, "bench");
 	for (int i = 0; i < 40; i++) {
 		char vm[16];
 
 		snprintf(vm, sizeof vm, "vm%d", i);
 		cJSON_ReplaceItemInObject(rec, "kind", cJSON_CreateString(i == 39 ? "bench" : "deploy"));
+		cJSON_ReplaceItemInObject(rec, "verdict", cJSON_CreateString(i == 39 ? "effective" : "pass"));
 		cJSON_ReplaceItemInObject(rec, "vm", cJSON_CreateString(vm));
 		ledger_append(state, k, rec, err);
 		for (int twice = 0; twice < 2; twice++) {
@@ -218,7 +477,9 @@ main(void)
 	UNIT_OK(rc == LM_OK && doc == NULL, "an unrecorded image version has no document");
 
 	cJSON_AddStringToObject(rec, "kind", "deploy");
+	cJSON_AddStringToObject(rec, "vm", "tahoe-1");
 	cJSON_AddStringToObject(rec, "verdict", "fail");
+	cJSON_AddStringToObject(rec, "result", "rolled-back");
 	rc = ledger_append(dir, k, rec, err);
 	cJSON_ReplaceItemInObject(rec, "verdict", cJSON_CreateString("pass"));
 	rc |= ledger_append(dir, k, rec, err);
@@ -281,6 +542,9 @@ main(void)
 	free(before), free(after);
 
 	test_merge(k, k2);
+	test_merge_order(k);
+	test_hostile(k);
+	test_who();
 	snprintf(path, sizeof path, "%s/last", dir);
 	if (mkdir(path, 0700) == 0)
 		test_load_last(path, k);
