@@ -21,6 +21,24 @@ s(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* v for a terminal: any byte outside printable ASCII as '?', at most 200 bytes. One of a few
+ * buffers, reused in turn: enough for one printf. */
+static const char *
+tty(const char *v)
+{
+	static char buf[8][204];
+	static int next;
+	char *b = buf[next++ % 8];
+	size_t i = 0;
+
+	for (; v[i] && i < 200; i++)
+		b[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+	b[i] = '\0';
+	if (v[i])
+		memcpy(b + 197, "...", 4);
+	return b;
+}
+
 /* A CSV field: quoted when it holds a comma, quote or newline. */
 static void
 csv(const char *v, int last)
@@ -55,14 +73,15 @@ each(const cJSON *doc, const char *path, void *ctx)
 		return 0;
 	}
 	if (w->mode == 's')
-		printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
-		    s(key, "guestModel"), s(key, "hostChip"), s(key, "hostBuild"), path);
+		printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", tty(s(key, "image")), tty(s(key, "guestOS")),
+		    tty(s(key, "guestBuild")), tty(s(key, "guestModel")), tty(s(key, "hostChip")), tty(s(key, "hostBuild")),
+		    path);
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
 		if (w->mode == 's') {
-			printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
-			    s(r, "payloadSha256"), s(r, "profile"));
+			printf("    %s  %-8s %-12s %-24s %.12s %s\n", tty(s(r, "time")), tty(s(r, "kind")), tty(verdict),
+			    tty(s(r, "vm")), tty(s(r, "payloadSha256")), tty(s(r, "profile")));
 			continue;
 		}
 		csv(s(key, "image"), 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
@@ -142,8 +161,9 @@ cmd_ledger(int argc, char **argv)
 		    "payload_sha256,profile,workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,"
 		    "shim_to_host_percent\n");
 	w.all = cJSON_CreateArray();
+	/* A document that does not read costs only itself: the others are shown, then it is named. */
 	rc = ledger_each(conn.state, each, &w, err);
-	if (rc == LM_OK && w.mode == 'j')
+	if (w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
 		printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",

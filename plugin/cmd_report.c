@@ -158,7 +158,11 @@ report_ledger(const char *state, const char *image, int form)
 		bench_markdown_header(&w.out, "| image | guest | time | vm ");
 	w.all = cJSON_CreateArray();
 	rc = ledger_each(state, each, &w, err);
-	if (rc < 0) {
+	if (rc < 0) { /* what the readable documents hold, then the one that is not */
+		if (form == FORM_JSON)
+			cli_print_json(w.all);
+		else if (w.out.data)
+			fputs(w.out.data, stdout);
 		cJSON_Delete(w.all);
 		lm_buf_free(&w.out);
 		return cli_fail(rc, err);

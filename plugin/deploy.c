@@ -222,12 +222,11 @@ record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 
 	gethostname(host, sizeof host - 1);
 	cJSON_AddStringToObject(rec, "kind", kind);
-	cJSON_AddStringToObject(rec, "vm", t->name);
-	if (t->host)
-		cJSON_AddStringToObject(rec, "address", t->host);
-	if (t->via)
-		cJSON_AddStringToObject(rec, "host", t->via);
-	cJSON_AddStringToObject(rec, "controller", host);
+	/* Which VM, reached how: a record that refuses others names the one that wrote it. */
+	ledger_add_str(rec, "vm", t->name);
+	ledger_add_str(rec, "address", t->host);
+	ledger_add_str(rec, "host", t->via);
+	ledger_add_str(rec, "controller", host);
 	if (o->info) {
 		cJSON_AddStringToObject(rec, "payloadSha256", o->info->sha256);
 		cJSON_AddStringToObject(rec, "profile", o->info->profile);
@@ -269,7 +268,14 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	}
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {
-		set_state(r, "refused", "this image version is recorded as failing validation; --force validates it again");
+		const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
+		char who[400], why[1024];
+
+		/* One VM's failure refuses every VM of its image version: say whose, and how to clear it. */
+		snprintf(why, sizeof why, "this image version is recorded as failing validation; --force validates it "
+		    "again: lume-metal deploy %s%s%s --force; refused by the record of %s", t->lume || t->via ? "" : "--host ",
+		    vm, t->via ? " --hosts FILE" : "", ledger_record_who(who, sizeof who, last));
+		set_state(r, "refused", why);
 		goto done;
 	}
 	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
@@ -314,15 +320,15 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 			    cJSON_IsString(reason) ? reason->valuestring : "install.sh failed");
 		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
 		if (cJSON_IsObject(stock)) {
+			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
 			rec = record_new("deploy", t, o);
 			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
 			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 			if (!installed && cJSON_IsString(reason))
-				cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(rec, "reasons"),
-				    cJSON_CreateString(reason->valuestring));
-			cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(stock, 1));
-			cJSON_AddItemToObject(rec, "shimmed",
-			    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(res, "shimmed"), 1));
+				ledger_add_reason(rec, reason->valuestring);
+			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
+			    "shimmed")));
 			if (o->force)
 				cJSON_AddTrueToObject(rec, "forced");
 			record(r, o, s.key, rec);
@@ -469,11 +475,10 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	rec = record_new("rollback", t, o);
 	cJSON_AddStringToObject(rec, "to", o->to);
 	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
-		cJSON_AddItemToObject(rec, "stock", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(r, "probe"), "stock"), 1));
+		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(r, "probe"), "stock")));
 	cJSON_AddStringToObject(rec, "result", cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring);
-	if (s.f.current)
-		cJSON_AddStringToObject(rec, "from", s.f.current);
+	ledger_add_str(rec, "from", s.f.current);
 	record(r, o, s.key, rec);
 	cJSON_Delete(rec);
 done:
