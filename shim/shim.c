@@ -7,7 +7,9 @@
  *   maxThreadgroupMemoryLength   at least LUME_METAL_MAX_THREADGROUP_MEMORY (default 65536),
  *   recommendedMaxWorkingSetSize at least LUME_METAL_RECOMMENDED_WORKING_SET_SIZE, when set,
  * and the device's own answer for everything else. LUME_METAL_PROCESSES limits it to the named
- * processes. Any missing, malformed or out-of-range value, and any missing class, selector or
+ * processes. The settings follow the published shim's rules: a number is what strtoull(s, &end,
+ * 0) reads from the whole string (so 0x3f1 is 1009), an empty optional variable is unset. Any
+ * missing (or empty), malformed or out-of-range value, and any missing class, selector or
  * unexpected method type, leaves the whole process stock and says why in one stderr line.
  *
  * How the hooks go in: arming (the constructor, or the first interposed call if that comes
@@ -136,25 +138,22 @@ static const char *lm_progname(void)
 }
 
 /*
- * lm_parse_dec: a decimal number without sign, spaces or leading zeros, in [lo, hi].
- * Returns 0, -1 when malformed, -2 when out of range.
+ * lm_parse_num: S read as the published shim reads it, strtoull(S, &end, 0) over the whole
+ * string (decimal, 0x hexadecimal, 0 octal; leading spaces and a sign as strtoull takes them),
+ * in [lo, hi]. Returns 0, -1 when malformed, -2 when out of range (a negative value wraps to a
+ * huge one and lands here).
  */
-static int lm_parse_dec(const char *s, unsigned long long lo, unsigned long long hi,
+static int lm_parse_num(const char *s, unsigned long long lo, unsigned long long hi,
     unsigned long long *out)
 {
-	unsigned long long v = 0;
-	size_t i;
+	unsigned long long v;
+	char *end;
 
-	if (s[0] == '\0' || (s[0] == '0' && s[1] != '\0'))
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (end == s || *end != '\0')
 		return -1;
-	for (i = 0; s[i] != '\0'; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (~0ULL - 9) / 10)
-			return -2;
-		v = v * 10 + (unsigned long long)(s[i] - '0');
-	}
-	if (v < lo || v > hi)
+	if (errno == ERANGE || v < lo || v > hi)
 		return -2;
 	*out = v;
 	return 0;
@@ -165,10 +164,10 @@ static int lm_setting(const char *name, const char *value, unsigned long long lo
     unsigned long long hi, unsigned long long *out)
 {
 	char shown[48];
-	int rc = lm_parse_dec(value, lo, hi, out);
+	int rc = lm_parse_num(value, lo, hi, out);
 
 	if (rc == -1)
-		lm_fail("%s=\"%s\" is not a decimal number", name, lm_show(shown, sizeof shown, value));
+		lm_fail("%s=\"%s\" is not a number", name, lm_show(shown, sizeof shown, value));
 	else if (rc == -2)
 		lm_fail("%s=\"%s\" is out of range %llu..%llu", name,
 		    lm_show(shown, sizeof shown, value), lo, hi);
@@ -203,6 +202,14 @@ static int lm_listed(const char *list, const char *name)
 	}
 }
 
+/* lm_env: NAME's value, or NULL when it is unset or empty (the published shim's "unset"). */
+static const char *lm_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
 /*
  * lm_configure: reads the environment (caller holds lm_lock). Returns 0 when this process is
  * to be changed; otherwise the phase is LM_OFF with a reason (said aloud unless the process is
@@ -210,10 +217,10 @@ static int lm_listed(const char *list, const char *name)
  */
 static int lm_configure(void)
 {
-	const char *procs = getenv("LUME_METAL_PROCESSES");
-	const char *fam = getenv("LUME_METAL_APPLE_FAMILY_MAX");
-	const char *tg = getenv("LUME_METAL_MAX_THREADGROUP_MEMORY");
-	const char *ws = getenv("LUME_METAL_RECOMMENDED_WORKING_SET_SIZE");
+	const char *procs = lm_env("LUME_METAL_PROCESSES");
+	const char *fam = lm_env("LUME_METAL_APPLE_FAMILY_MAX");
+	const char *tg = lm_env("LUME_METAL_MAX_THREADGROUP_MEMORY");
+	const char *ws = lm_env("LUME_METAL_RECOMMENDED_WORKING_SET_SIZE");
 	unsigned long long v;
 	char shown[48];
 	int rc;
