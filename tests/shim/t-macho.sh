@@ -119,6 +119,8 @@ lacks_grep "the probe with sdk 13.0, re-signed: its signature holds" "page hash"
 cp "$DYLIB" "$T/sdk13.dylib" && python3 "$SDK" "$T/sdk13.dylib" 13.0
 mc_refuses "the dylib with sdk 13.0: refused" "$T/sdk13.dylib" "sdk 13.0, want 26.0"
 check_rc "macho-sdk refuses a file that is not Mach-O" 1 python3 "$SDK" "$T/mc.out" 26.0
+edit "$PROBE" "$T/limit-probe" 'import struct; c = b.index(bytes.fromhex("fade0c02")) + 32; struct.pack_into(">I", b, c, struct.unpack_from(">I", b, c)[0] - 16384)'
+mc_refuses "a code limit that stops a page short of the signature: refused" "$T/limit-probe" "not every byte is covered"
 # Re-signed after each change, so that only the change itself can be what is refused.
 edit "$DYLIB" "$T/swap.dylib" 'import struct; o = struct.unpack_from("<I", b, b.index(b"__interpose\0") + 48)[0]; b[o:o + 8], b[o + 16:o + 24] = b[o + 16:o + 24], b[o:o + 8]'
 python3 "$SDK" "$T/swap.dylib" 26.0
