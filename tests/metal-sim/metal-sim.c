@@ -32,7 +32,7 @@
  *   LUME_METAL_SIM_WRONG_TYPES  selectors registered with another type (comma list; "1" means
  *                               maxThreadgroupMemoryLength): a getter claims to return a
  *                               double, supportsFamily: to take one, initGPUFamilySupport to
- *                               return an object
+ *                               return an object; an entry SELECTOR=TYPES sets TYPES itself
  *   LUME_METAL_SIM_EARLY_DEVICE 1: this library's constructor creates the default device
  *   LUME_METAL_SIM_NO_DEVICE    1: MTLCreateSystemDefaultDevice returns nil
  * A malformed value makes the process exit 70 with a "[metal-sim]" line.
@@ -262,11 +262,33 @@ static const struct sim_method {
 	{ "lmsimApple7AtInit", LM_IMP(sim_apple7_at_init), "C16@0:8" },
 };
 
+/* sim_types_of: the TYPES of a NAME=TYPES entry of LIST, copied into buf, or NULL. */
+static const char *sim_types_of(const char *list, const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name), len;
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (strncmp(p, name, n) != 0 || p[n] != '=')
+			continue;
+		len = strcspn(p + n + 1, ",");
+		if (len >= size)
+			sim_die("LUME_METAL_SIM_WRONG_TYPES", list);
+		memcpy(buf, p + n + 1, len);
+		buf[len] = '\0';
+		return buf;
+	}
+	return NULL;
+}
+
 static void sim_add(Class cls, const char *name, IMP imp, const char *types)
 {
+	char own_types[512];
+
 	if (sim.omit && sim_in_list(sim.omit, name))
 		return;
-	if (sim.wrong_types && sim_in_list(sim.wrong_types, name)) {
+	if (sim.wrong_types && sim_types_of(sim.wrong_types, name, own_types, sizeof own_types)) {
+		types = own_types;
+	} else if (sim.wrong_types && sim_in_list(sim.wrong_types, name)) {
 		if (strcmp(name, "supportsFamily:") == 0)
 			types = "C24@0:8d16";
 		else if (strcmp(name, "initGPUFamilySupport") == 0)

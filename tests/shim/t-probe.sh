@@ -60,6 +60,13 @@ has "hook points: no _MTLDevice on the chain, the methods still found" "$T/hpbas
 probe hptypes LUME_METAL_SIM_WRONG_TYPES=supportsFamily:,maxThreadgroupMemoryLength,initGPUFamilySupport
 has "hook points: other type encodings reported as they are" "$T/hptypes.out" \
     '"initGPUFamilySupport":{"present":true,"types":"@16@0:8"},"supportsFamily:":{"present":true,"types":"C24@0:8d16"},"maxThreadgroupMemoryLength":{"present":true,"types":"d16@0:8"}}'
+# A long type encoding with a quote and a control character: printable, cut at 96 characters.
+long=$(printf 'v16@0:8"\001%0200d' 0)
+probe hplong "LUME_METAL_SIM_WRONG_TYPES=initGPUFamilySupport=$long"
+want=$(printf 'v16@0:8\\"?%087d...' 0)
+has "hook points: a long type encoding is cut, escaped and printable" "$T/hplong.out" \
+    "\"initGPUFamilySupport\":{\"present\":true,\"types\":\"$want\"},"
+lines_are "hook points: the probe's output is still one line" "$T/hplong.out" '.' 1
 probe hpnotg LUME_METAL_SIM_OMIT=maxThreadgroupMemoryLength,supportsFamily:
 has "hook points: public selectors missing" "$T/hpnotg.out" \
     '"supportsFamily:":{"present":false,"types":null},"maxThreadgroupMemoryLength":{"present":false,"types":null}}'
