@@ -129,6 +129,46 @@ static int ask_name(id dev, char *buf, size_t size)
 	return 0;
 }
 
+/* ---- the hook points ---- */
+
+#define HOOK_BASE_CLASS "_MTLDevice"
+#define HOOK_TYPES_MAX 96
+
+/*
+ * add_hook_points: the "hookPoints" member: whether the class the shim hooks is on the device's
+ * class chain, and for each method the shim hooks or needs, whether the chain has it and with
+ * which type encoding (printable ASCII, at most HOOK_TYPES_MAX characters, "..." when cut).
+ */
+static void add_hook_points(struct pj_buf *b, id dev)
+{
+	static const char *const methods[] = { "initGPUFamilySupport", "supportsFamily:",
+		"maxThreadgroupMemoryLength" };
+	Class cls = object_getClass(dev), base = objc_getClass(HOOK_BASE_CLASS), c;
+	char types[HOOK_TYPES_MAX + 4];
+	const char *t;
+	int on_chain = 0;
+	size_t i, n;
+
+	for (c = cls; base != Nil && c != Nil && !on_chain; c = class_getSuperclass(c))
+		on_chain = c == base;
+	pj_buf_addf(b, ",\"hookPoints\":{\"" HOOK_BASE_CLASS "\":{\"present\":%s}",
+	    on_chain ? "true" : "false");
+	for (i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		Method m = cls != Nil ? class_getInstanceMethod(cls, sel_registerName(methods[i])) : NULL;
+
+		t = m ? method_getTypeEncoding(m) : NULL;
+		pj_buf_addf(b, ",\"%s\":{\"present\":%s,\"types\":", methods[i], m ? "true" : "false");
+		if (t) {
+			for (n = 0; t[n] != '\0' && n < HOOK_TYPES_MAX; n++)
+				types[n] = t[n] >= 0x20 && t[n] < 0x7f ? t[n] : '?';
+			memcpy(types + n, t[n] != '\0' ? "..." : "", t[n] != '\0' ? 4 : 1);
+		}
+		pj_buf_str(b, t ? types : NULL);
+		pj_buf_add(b, "}");
+	}
+	pj_buf_add(b, "}");
+}
+
 /* ---- the OS ---- */
 
 static int os_word_ok(const char *s)
@@ -342,7 +382,7 @@ static int report(struct pj_buf *b)
 
 	dev = MTLCreateSystemDefaultDevice();
 	if (dev == nil) {
-		pj_buf_add(b, ",\"device\":null");
+		pj_buf_add(b, ",\"device\":null,\"hookPoints\":null");
 		add_shim(b);
 		return 1;
 	}
@@ -365,6 +405,7 @@ static int report(struct pj_buf *b)
 	add_opt_num(b, "recommendedMaxWorkingSetSize", rc, v);
 	rc = ask_bool(dev, "hasUnifiedMemory", &flag);
 	add_opt_bool(b, "hasUnifiedMemory", rc, flag);
+	add_hook_points(b, dev);
 	add_shim(b);
 	return 0;
 }

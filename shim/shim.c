@@ -7,16 +7,23 @@
  *   maxThreadgroupMemoryLength   at least LUME_METAL_MAX_THREADGROUP_MEMORY (default 65536),
  *   recommendedMaxWorkingSetSize at least LUME_METAL_RECOMMENDED_WORKING_SET_SIZE, when set,
  * and the device's own answer for everything else. LUME_METAL_PROCESSES limits it to the named
- * processes. Any missing, malformed or out-of-range value, and any missing class, selector or
- * unexpected method type, leaves the whole process stock and says why in one stderr line.
+ * processes. The settings follow the published shim's rules: a number is what strtoull(s, &end,
+ * 0) reads from the whole string (so 0x3f1 is 1009), an empty optional variable is unset. A
+ * missing (or empty), malformed or out-of-range value, a missing _MTLDevice class, and a missing
+ * supportsFamily: or maxThreadgroupMemoryLength (or one of another type) leave the whole process
+ * stock and say why in one stderr line.
  *
  * How the hooks go in: arming (the constructor, or the first interposed call if that comes
- * earlier) reads the settings and replaces _MTLDevice -initGPUFamilySupport; when the first
- * device initialises, that hook installs the replacements on the device's concrete class only:
- * class_addMethod when the class inherits the method, method_setImplementation when the class
- * defines the method itself. MTLCreateSystemDefaultDevice and MTLCopyAllDevices are interposed
- * too, so a device initialised before the hook went in is covered the next time the process
- * asks for it. Only one class is ever changed; other device classes keep stock answers.
+ * earlier) reads the settings and, when the private _MTLDevice -initGPUFamilySupport exists
+ * with the expected type, replaces it; when a device initialises, that hook first installs the
+ * replacements on the device's concrete class and then calls the original, so a family table
+ * the original derives through supportsFamily: sees the shimmed answers (the published shim's
+ * order). The replacements go on the concrete class only: class_addMethod when the class
+ * inherits the method, method_setImplementation when the class defines it itself.
+ * MTLCreateSystemDefaultDevice and MTLCopyAllDevices are interposed too: they cover a device
+ * initialised before the hook went in, and they are the whole route when initGPUFamilySupport
+ * is missing (the activation line then says so). Only one class is ever changed; other device
+ * classes keep stock answers.
  *
  * The replacements read settings and original IMPs that are written once, before the
  * replacement is published through the runtime, and never again: one test and one indirect
@@ -65,6 +72,7 @@ static pthread_once_t lm_arm_once = PTHREAD_ONCE_INIT;
 static atomic_int lm_done;
 static int lm_phase = LM_UNARMED;
 static Class lm_base;
+static int lm_init_hooked;   /* -initGPUFamilySupport is replaced (else: the interposers only) */
 static struct lume_metal_shim_state lm_st;
 
 #if !defined(__APPLE__)
@@ -136,25 +144,22 @@ static const char *lm_progname(void)
 }
 
 /*
- * lm_parse_dec: a decimal number without sign, spaces or leading zeros, in [lo, hi].
- * Returns 0, -1 when malformed, -2 when out of range.
+ * lm_parse_num: S read as the published shim reads it, strtoull(S, &end, 0) over the whole
+ * string (decimal, 0x hexadecimal, 0 octal; leading spaces and a sign as strtoull takes them),
+ * in [lo, hi]. Returns 0, -1 when malformed, -2 when out of range (a negative value wraps to a
+ * huge one and lands here).
  */
-static int lm_parse_dec(const char *s, unsigned long long lo, unsigned long long hi,
+static int lm_parse_num(const char *s, unsigned long long lo, unsigned long long hi,
     unsigned long long *out)
 {
-	unsigned long long v = 0;
-	size_t i;
+	unsigned long long v;
+	char *end;
 
-	if (s[0] == '\0' || (s[0] == '0' && s[1] != '\0'))
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (end == s || *end != '\0')
 		return -1;
-	for (i = 0; s[i] != '\0'; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (~0ULL - 9) / 10)
-			return -2;
-		v = v * 10 + (unsigned long long)(s[i] - '0');
-	}
-	if (v < lo || v > hi)
+	if (errno == ERANGE || v < lo || v > hi)
 		return -2;
 	*out = v;
 	return 0;
@@ -165,10 +170,10 @@ static int lm_setting(const char *name, const char *value, unsigned long long lo
     unsigned long long hi, unsigned long long *out)
 {
 	char shown[48];
-	int rc = lm_parse_dec(value, lo, hi, out);
+	int rc = lm_parse_num(value, lo, hi, out);
 
 	if (rc == -1)
-		lm_fail("%s=\"%s\" is not a decimal number", name, lm_show(shown, sizeof shown, value));
+		lm_fail("%s=\"%s\" is not a number", name, lm_show(shown, sizeof shown, value));
 	else if (rc == -2)
 		lm_fail("%s=\"%s\" is out of range %llu..%llu", name,
 		    lm_show(shown, sizeof shown, value), lo, hi);
@@ -203,6 +208,14 @@ static int lm_listed(const char *list, const char *name)
 	}
 }
 
+/* lm_env: NAME's value, or NULL when it is unset or empty (the published shim's "unset"). */
+static const char *lm_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
 /*
  * lm_configure: reads the environment (caller holds lm_lock). Returns 0 when this process is
  * to be changed; otherwise the phase is LM_OFF with a reason (said aloud unless the process is
@@ -210,10 +223,10 @@ static int lm_listed(const char *list, const char *name)
  */
 static int lm_configure(void)
 {
-	const char *procs = getenv("LUME_METAL_PROCESSES");
-	const char *fam = getenv("LUME_METAL_APPLE_FAMILY_MAX");
-	const char *tg = getenv("LUME_METAL_MAX_THREADGROUP_MEMORY");
-	const char *ws = getenv("LUME_METAL_RECOMMENDED_WORKING_SET_SIZE");
+	const char *procs = lm_env("LUME_METAL_PROCESSES");
+	const char *fam = lm_env("LUME_METAL_APPLE_FAMILY_MAX");
+	const char *tg = lm_env("LUME_METAL_MAX_THREADGROUP_MEMORY");
+	const char *ws = lm_env("LUME_METAL_RECOMMENDED_WORKING_SET_SIZE");
 	unsigned long long v;
 	char shown[48];
 	int rc;
@@ -478,19 +491,25 @@ static void lm_install(id device)
 	else
 		snprintf(line, sizeof line, "unchanged");
 	lm_say("active in %s (%s): appleFamilyMax=%ld maxThreadgroupMemory=%lu "
-	    "recommendedWorkingSetSize=%s", lm_st.process, lm_st.device_class,
-	    lm_st.apple_family_max, lm_st.max_threadgroup_memory, line);
+	    "recommendedWorkingSetSize=%s%s", lm_st.process, lm_st.device_class,
+	    lm_st.apple_family_max, lm_st.max_threadgroup_memory, line,
+	    lm_init_hooked ? "" : " (through MTLCreateSystemDefaultDevice/MTLCopyAllDevices only: "
+	    LM_BASE_CLASS " has no initGPUFamilySupport of the expected type)");
 done:
 	pthread_mutex_unlock(&lm_lock);
 }
 
+/* The published shim's order: the device class's hooks first, then the original initialiser. */
 static void lm_init_gpu_family_support(id self, SEL cmd)
 {
-	LM_FN(lm_void_fn, lm_orig_init)(self, cmd);
 	lm_install(self);
+	LM_FN(lm_void_fn, lm_orig_init)(self, cmd);
 }
 
-/* lm_arm_run: settings, then the hook on _MTLDevice -initGPUFamilySupport. Runs once. */
+/*
+ * lm_arm_run: settings, then the hook on _MTLDevice -initGPUFamilySupport when that private
+ * method is there with the expected type; without it the interposers are the route. Runs once.
+ */
 static void lm_arm_run(void)
 {
 	struct lm_hook init = { "initGPUFamilySupport", LM_IMP(lm_init_gpu_family_support),
@@ -509,14 +528,7 @@ static void lm_arm_run(void)
 		goto done;
 	}
 	err = lm_check(lm_base, &init, why, sizeof why);
-	if (err) {
-		lm_fail("%s", err);
-		goto done;
-	}
-	if (lm_apply(lm_base, &init) < 0) {
-		lm_fail("%s: could not replace %s", LM_BASE_CLASS, init.name);
-		goto done;
-	}
+	lm_init_hooked = !err && lm_apply(lm_base, &init) == 0;
 	lm_phase = LM_ARMED;
 	snprintf(lm_st.reason, sizeof lm_st.reason, "no Metal device has initialised yet");
 done:

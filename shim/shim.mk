@@ -13,6 +13,10 @@
 #                         JSON reader's unit test (build/tests/shim-json)
 
 SHIM_VERSION := $(if $(VERSION),$(VERSION),0.1.0)
+# LC_BUILD_VERSION of the Mach-O files: runs on macOS 13 and later, built against the 26 SDK (an
+# older SDK puts macOS 26 in system-version compatibility, where the probe would read 16.0).
+SHIM_MAC_MIN := 13.0
+SHIM_MAC_SDK := 26.0
 SHIM_WARN    := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 SHIM_SANFL   := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                 -fno-sanitize-recover=all
@@ -32,8 +36,12 @@ SHIM_CLEAN := build/linux build/macos build/shim-test build/zig-cache build/test
 ifeq ($(SHIM_UNAME),Darwin)
 
 SHIM_MAC_CC    ?= clang
-SHIM_MAC_FLAGS := -arch arm64 -arch arm64e -mmacosx-version-min=13.0 $(SHIM_WARN) -O2 \
+SHIM_MAC_FLAGS := -arch arm64 -arch arm64e -mmacosx-version-min=$(SHIM_MAC_MIN) $(SHIM_WARN) -O2 \
                   -D_DARWIN_C_SOURCE $(SHIM_DEFS)
+
+# Xcode's SDK may be older than $(SHIM_MAC_SDK): vtool records that SDK version in every slice
+# (codesign then signs the result). Untested here: this tree's CI builds on Linux.
+SHIM_MAC_SDKFIX = vtool -set-build-version macos $(SHIM_MAC_MIN) $(SHIM_MAC_SDK) -replace -output $@ $@
 
 shim: build/macos/liblumemetal.dylib build/macos/lume-metal-probe
 shim-test-build: shim
@@ -42,11 +50,13 @@ build/macos/liblumemetal.dylib: $(SHIM_SRC) $(SHIM_HDRS)
 	@mkdir -p $(@D)
 	$(SHIM_MAC_CC) $(SHIM_MAC_FLAGS) -dynamiclib -install_name @rpath/liblumemetal.dylib \
 	    -o $@ $(SHIM_SRC) -framework Metal -lobjc
+	$(SHIM_MAC_SDKFIX)
 	codesign -f -s - $@
 
 build/macos/lume-metal-probe: $(PROBE_SRC) $(SHIM_HDRS)
 	@mkdir -p $(@D)
 	$(SHIM_MAC_CC) $(SHIM_MAC_FLAGS) -o $@ $(PROBE_SRC) -framework Metal -lobjc
+	$(SHIM_MAC_SDKFIX)
 	codesign -f -s - $@
 
 else
@@ -97,9 +107,13 @@ build/tests/shim-json: tests/shim/test-json.c shim/probe_json.c shim/probe_json.
 # leave compiler-rt out (-fno-compiler-rt), which `zig cc` links in and exports (memcpy, log,
 # ...) from the dylib. zig signs ad hoc; the identifier in that signature is the output's file
 # name, so both builds write files of the final names. Each build has its own zig cache, so the
-# second one really compiles again. Without zig (make deps installs it) the cross-build is
+# second one really compiles again. zig 0.11 writes the SDK version equal to the minimum (13.0)
+# and cannot be told otherwise, so shim/macho-sdk then sets LC_BUILD_VERSION's sdk to
+# $(SHIM_MAC_SDK) and recomputes the ad-hoc signature's page hashes (macOS 26 gives a binary
+# linked against an older SDK system-version compatibility: kern.osproductversion "16.0"; minos
+# stays 13.0). Without zig (make deps installs it) the cross-build is
 # skipped with a warning and the Mach-O test fails.
-SHIM_ZIGF := -target aarch64-macos.13.0 -O ReleaseFast -fno-compiler-rt -fstrip -lc \
+SHIM_ZIGF := -target aarch64-macos.$(SHIM_MAC_MIN) -O ReleaseFast -fno-compiler-rt -fstrip -lc \
              -cflags $(SHIM_WARN) -D_DARWIN_C_SOURCE $(SHIM_DEFS) --
 # $(call shim_zig,CACHE,build-lib -dynamic|build-exe,SOURCES,EXTRA FLAGS)
 define shim_zig
@@ -108,23 +122,24 @@ define shim_zig
 	    set -x; \
 	    ZIG_GLOBAL_CACHE_DIR='$(CURDIR)/$(1)' ZIG_LOCAL_CACHE_DIR='$(CURDIR)/$(1)' \
 	        '$(ZIG)' $(2) $(SHIM_ZIGF) $(3) $(SHIM_TBD) $(4) --name $(basename $(@F)) \
-	        -femit-bin=$@; \
+	        -femit-bin=$@ && \
+	    python3 shim/macho-sdk $@ $(SHIM_MAC_SDK) || { rm -f $@; exit 1; }; \
 	else \
 	    echo "warning: no zig at $(ZIG) (make deps installs it); skipping $@" >&2; \
 	fi
 endef
 SHIM_DYLIB_FLAGS := -install_name @rpath/liblumemetal.dylib
 
-build/macos/liblumemetal.dylib: $(SHIM_SRC) $(SHIM_HDRS) $(SHIM_TBD)
+build/macos/liblumemetal.dylib: $(SHIM_SRC) $(SHIM_HDRS) $(SHIM_TBD) shim/macho-sdk
 	$(call shim_zig,build/zig-cache,build-lib -dynamic,$(SHIM_SRC),$(SHIM_DYLIB_FLAGS))
 
-build/macos/lume-metal-probe: $(PROBE_SRC) $(SHIM_HDRS) $(SHIM_TBD)
+build/macos/lume-metal-probe: $(PROBE_SRC) $(SHIM_HDRS) $(SHIM_TBD) shim/macho-sdk
 	$(call shim_zig,build/zig-cache,build-exe,$(PROBE_SRC),)
 
-build/shim-test/repro/liblumemetal.dylib: $(SHIM_SRC) $(SHIM_HDRS) $(SHIM_TBD)
+build/shim-test/repro/liblumemetal.dylib: $(SHIM_SRC) $(SHIM_HDRS) $(SHIM_TBD) shim/macho-sdk
 	$(call shim_zig,build/shim-test/zig-cache-repro,build-lib -dynamic,$(SHIM_SRC),$(SHIM_DYLIB_FLAGS))
 
-build/shim-test/repro/lume-metal-probe: $(PROBE_SRC) $(SHIM_HDRS) $(SHIM_TBD)
+build/shim-test/repro/lume-metal-probe: $(PROBE_SRC) $(SHIM_HDRS) $(SHIM_TBD) shim/macho-sdk
 	$(call shim_zig,build/shim-test/zig-cache-repro,build-exe,$(PROBE_SRC),)
 
 endif

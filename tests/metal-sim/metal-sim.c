@@ -2,7 +2,11 @@
  * SIMULATED libMetal, for tests on Linux only. THIS IS NOT APPLE'S METAL and talks to no GPU.
  *
  * It registers, with GCC's libobjc, the classes the shim and the probe deal with on macOS:
- *   _MTLDevice                 base class: initGPUFamilySupport and every property below
+ *   _MTLDevice                 base class: initGPUFamilySupport and every property below;
+ *                              initGPUFamilySupport fills the family table, then derives a flag
+ *                              by sending the device supportsFamily: Apple7 (answered by the
+ *                              test-only selector lmsimApple7AtInit), so a test sees whether a
+ *                              hook was in place before the original initialiser ran
  *   AppleParavirtDevice        the concrete paravirtual device; defines some methods itself
  *                              (LUME_METAL_SIM_OWN), inherits the rest from _MTLDevice
  *   MTLSimSiblingDevice        a second _MTLDevice subclass, to prove the shim leaves it alone
@@ -25,7 +29,10 @@
  *                               default maxThreadgroupMemoryLength,recommendedMaxWorkingSetSize)
  *   LUME_METAL_SIM_OMIT         selectors no class defines (comma list)
  *   LUME_METAL_SIM_BASE_NAME    the base class's name (default _MTLDevice)
- *   LUME_METAL_SIM_WRONG_TYPES  1: maxThreadgroupMemoryLength claims to return a double
+ *   LUME_METAL_SIM_WRONG_TYPES  selectors registered with another type (comma list; "1" means
+ *                               maxThreadgroupMemoryLength): a getter claims to return a
+ *                               double, supportsFamily: to take one, initGPUFamilySupport to
+ *                               return an object; an entry SELECTOR=TYPES sets TYPES itself
  *   LUME_METAL_SIM_EARLY_DEVICE 1: this library's constructor creates the default device
  *   LUME_METAL_SIM_NO_DEVICE    1: MTLCreateSystemDefaultDevice returns nil
  * A malformed value makes the process exit 70 with a "[metal-sim]" line.
@@ -50,6 +57,7 @@ struct sim_device {
 	int families[SIM_MAX_FAMILIES];
 	int nfamilies;                  /* filled in by initGPUFamilySupport */
 	int families_ready;
+	int apple7_at_init;             /* what supportsFamily: 1007 answered inside the initialiser */
 	unsigned long max_threadgroup;
 	unsigned long max_buffer;
 	uint64_t working_set;
@@ -72,7 +80,7 @@ static struct {
 	int unified;
 	const char *own;
 	const char *omit;
-	int wrong_types;
+	const char *wrong_types;
 	int no_device;
 } sim;
 
@@ -142,7 +150,9 @@ static void sim_read_config(void)
 		sim_die("LUME_METAL_SIM_UNIFIED_MEMORY", getenv("LUME_METAL_SIM_UNIFIED_MEMORY"));
 	sim.own = own ? own : "maxThreadgroupMemoryLength,recommendedMaxWorkingSetSize";
 	sim.omit = getenv("LUME_METAL_SIM_OMIT");
-	sim.wrong_types = sim_number("LUME_METAL_SIM_WRONG_TYPES", 0) != 0;
+	sim.wrong_types = getenv("LUME_METAL_SIM_WRONG_TYPES");
+	if (sim.wrong_types && strcmp(sim.wrong_types, "1") == 0)
+		sim.wrong_types = "maxThreadgroupMemoryLength";
 	sim.no_device = sim_number("LUME_METAL_SIM_NO_DEVICE", 0) != 0;
 }
 
@@ -173,14 +183,27 @@ static id sim_object_at(id self, SEL cmd, unsigned long i)
 	return i < a->count ? a->items[i] : nil;
 }
 
+static IMP sim_lookup(id obj, SEL sel);
+
+/* The family table, then state derived from it through the device's own supportsFamily:. */
 static void sim_init_families(id self, SEL cmd)
 {
 	struct sim_device *d = sim_dev(self);
+	SEL fam = sel_registerName("supportsFamily:");
+	IMP imp;
 
 	(void)cmd;
 	memcpy(d->families, sim.families, sizeof d->families);
 	d->nfamilies = sim.nfamilies;
 	d->families_ready = 1;
+	imp = sim_lookup(self, fam);
+	d->apple7_at_init = imp && LM_FN(BOOL (*)(id, SEL, long), imp)(self, fam, 1007L);
+}
+
+static BOOL sim_apple7_at_init(id self, SEL cmd)
+{
+	(void)cmd;
+	return (BOOL)sim_dev(self)->apple7_at_init;
 }
 
 static BOOL sim_supports_family(id self, SEL cmd, long family)
@@ -236,14 +259,43 @@ static const struct sim_method {
 	{ "maxBufferLength", LM_IMP(sim_max_buffer), "Q16@0:8" },
 	{ "recommendedMaxWorkingSetSize", LM_IMP(sim_working_set), "Q16@0:8" },
 	{ "hasUnifiedMemory", LM_IMP(sim_unified), "C16@0:8" },
+	{ "lmsimApple7AtInit", LM_IMP(sim_apple7_at_init), "C16@0:8" },
 };
+
+/* sim_types_of: the TYPES of a NAME=TYPES entry of LIST, copied into buf, or NULL. */
+static const char *sim_types_of(const char *list, const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name), len;
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (strncmp(p, name, n) != 0 || p[n] != '=')
+			continue;
+		len = strcspn(p + n + 1, ",");
+		if (len >= size)
+			sim_die("LUME_METAL_SIM_WRONG_TYPES", list);
+		memcpy(buf, p + n + 1, len);
+		buf[len] = '\0';
+		return buf;
+	}
+	return NULL;
+}
 
 static void sim_add(Class cls, const char *name, IMP imp, const char *types)
 {
+	char own_types[512];
+
 	if (sim.omit && sim_in_list(sim.omit, name))
 		return;
-	if (sim.wrong_types && strcmp(name, "maxThreadgroupMemoryLength") == 0)
-		types = "d16@0:8";
+	if (sim.wrong_types && sim_types_of(sim.wrong_types, name, own_types, sizeof own_types)) {
+		types = own_types;
+	} else if (sim.wrong_types && sim_in_list(sim.wrong_types, name)) {
+		if (strcmp(name, "supportsFamily:") == 0)
+			types = "C24@0:8d16";
+		else if (strcmp(name, "initGPUFamilySupport") == 0)
+			types = "@16@0:8";
+		else
+			types = "d16@0:8";
+	}
 	class_addMethod(cls, sel_registerName(name), imp, types);
 }
 

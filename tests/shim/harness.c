@@ -9,6 +9,8 @@
  *   lm-shim-harness late SHIM [all]  a device created before the shim is loaded (dlopen), then
  *                                  asked for again through the shim's interposer
  *                                  (MTLCreateSystemDefaultDevice, or MTLCopyAllDevices)
+ *   lm-shim-harness init-order     the default device's supportsFamily: Apple7 as its own
+ *                                  initialiser saw it (lmsimApple7AtInit) and as asked now
  * Exit 0, or 2 on usage or an internal failure.
  */
 #include <dlfcn.h>
@@ -192,6 +194,21 @@ static int run_sibling(void)
 	return 0;
 }
 
+/* ---- init-order ---- */
+
+static int run_init_order(void)
+{
+	SEL at_init = sel_registerName("lmsimApple7AtInit"), fam = sel_registerName("supportsFamily:");
+	id dev = MTLCreateSystemDefaultDevice();
+	IMP a = lm_objc_imp(dev, at_init), f = lm_objc_imp(dev, fam);
+
+	if (!a || !f)
+		return 2;
+	printf("apple7-at-init=%d apple7-now=%d\n", LM_FN(BOOL (*)(id, SEL), a)(dev, at_init) != 0,
+	    LM_FN(supports_fn, f)(dev, fam, 1007L) != 0);
+	return 0;
+}
+
 /* ---- late ---- */
 
 static int run_late(const char *shim, int all)
@@ -232,10 +249,12 @@ int main(int argc, char **argv)
 		rc = run_threads(atoi(argv[2]));
 	else if (argc == 2 && strcmp(argv[1], "sibling") == 0)
 		rc = run_sibling();
+	else if (argc == 2 && strcmp(argv[1], "init-order") == 0)
+		rc = run_init_order();
 	else if ((argc == 3 || (argc == 4 && strcmp(argv[3], "all") == 0)) &&
 	    strcmp(argv[1], "late") == 0)
 		rc = run_late(argv[2], argc == 4);
 	else
-		fprintf(stderr, "usage: lm-shim-harness threads N | sibling | late SHIM [all]\n");
+		fprintf(stderr, "usage: lm-shim-harness threads N | sibling | init-order | late SHIM [all]\n");
 	return rc;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The shim's variables: every malformed or out-of-range value leaves the process stock and says
 # why in one line; the ceiling, threadgroup memory, working set and process list do what the
-# design says.
+# design says. Numbers are read as the published shim reads them (strtoull base 0 over the whole
+# string: hexadecimal and octal too), and an empty optional variable is unset.
 # shellcheck disable=SC1091 # sourced files are checked on their own
 . "$(dirname "$0")/../lib.sh"
 # Dozens of runs of the same probe and shim paths: ASan and UBSan stay on, the leak check
@@ -24,34 +25,58 @@ while IFS='|' read -r name vars reason; do
 done <<EOF2
 family max missing||$F is not set
 family max missing, others set|$G=65536 $W=99999999999|$F is not set
-family max empty|$F=|$F="" is not a decimal number
-family max not a number|$F=abc|$F="abc" is not a decimal number
-family max with a sign|$F=+1009|$F="\+1009" is not a decimal number
-family max with a trailing character|$F=1009_|$F="1009_" is not a decimal number
-family max hexadecimal|$F=0x3f1|$F="0x3f1" is not a decimal number
-family max leading zero|$F=01009|$F="01009" is not a decimal number
+family max empty (the required variable: empty is unset)|$F=|$F is not set
+family max not a number|$F=abc|$F="abc" is not a number
+family max with a trailing character|$F=1009_|$F="1009_" is not a number
+family max hexadecimal with a stray digit|$F=0x3f1g|$F="0x3f1g" is not a number
+family max octal with a 9 in it|$F=01009|$F="01009" is not a number
 family max below Apple1|$F=1000|$F="1000" is out of range 1001..1999
+family max 2000, hexadecimal (the range is 1001 up to 2000, not included)|$F=0x7d0|$F="0x7d0" is out of range 1001..1999
 family max a Mac family|$F=2001|$F="2001" is out of range 1001..1999
 family max huge|$F=99999999999999999999999|$F="99999999999999999999999" is out of range
-threadgroup memory empty|$F=1009 $G=|$G="" is not a decimal number
-threadgroup memory with a unit|$F=1009 $G=64K|$G="64K" is not a decimal number
+family max negative (strtoull wraps it)|$F=-1009|$F="-1009" is out of range
+threadgroup memory with a unit|$F=1009 $G=64K|$G="64K" is not a number
 threadgroup memory zero|$F=1009 $G=0|$G="0" is out of range 1..1048576
 threadgroup memory too large|$F=1009 $G=1048577|$G="1048577" is out of range 1..1048576
-threadgroup memory negative|$F=1009 $G=-1|$G="-1" is not a decimal number
-working set empty|$F=1009 $W=|$W="" is not a decimal number
-working set with a unit|$F=1009 $W=16G|$W="16G" is not a decimal number
+threadgroup memory negative|$F=1009 $G=-1|$G="-1" is out of range 1..1048576
+working set with a unit|$F=1009 $W=16G|$W="16G" is not a number
 working set zero|$F=1009 $W=0|$W="0" is out of range
 working set too large|$F=1009 $W=1125899906842625|$W="1125899906842625" is out of range
-process list empty|$F=1009 $P=|$P="" is not a comma-separated list
+working set too large, hexadecimal|$F=1009 $W=0x4000000000001|$W="0x4000000000001" is out of range
 process list with an empty entry|$F=1009 $P=llama-server,,lume-metal-probe|$P=".*" is not a comma-separated list
 process list with a leading comma|$F=1009 $P=,lume-metal-probe|$P=".*" is not a comma-separated list
 process list with a trailing comma|$F=1009 $P=lume-metal-probe,|$P=".*" is not a comma-separated list
 EOF2
-[ "$i" -eq 24 ] || not_ok "all fail-closed cases ran ($i)"
+[ "$i" -eq 23 ] || not_ok "all fail-closed cases ran ($i)"
 
 # A value with a space (the table above cannot hold one) and a control character.
-sprobe sp "$F=1009 " ; stock_ok "family max with a trailing space" sp "$F=\"1009 \" is not a decimal number"
+sprobe sp "$F=1009 " ; stock_ok "family max with a trailing space" sp "$F=\"1009 \" is not a number"
 sprobe ctl "$F=1009" "$P=$(printf 'a\tb')"; stock_ok "process list with a tab" ctl "$P=\"a\?b\" is not"
+
+# What the published shim accepts: one case per line, "name|VAR=VALUE ...|what the shim reports".
+i=0
+while IFS='|' read -r name vars says; do
+	[ -n "$name" ] || continue
+	i=$((i + 1))
+	# shellcheck disable=SC2086 # vars is a list of VAR=VALUE words without spaces
+	sprobe "good$i" $vars
+	rc_is "$name: exit 0" "good$i" 0
+	same_device "$name: Apple6..9 and 65536 bytes" "good$i" "$T/shim1009.want"
+	has "$name: the shim is active as $says" "$T/good$i.out" "\"shim\":{\"active\":true,$says"
+	lines_are "$name: one activation line" "$T/good$i.err" '^\[lume-metal\] active in ' 1
+	lines_are "$name: nothing else on stderr" "$T/good$i.err" '.' 1
+done <<EOF2
+family max hexadecimal|$F=0x3f1|"appleFamilyMax":1009,"maxThreadgroupMemory":65536,"recommendedWorkingSetSize":null
+family max octal|$F=01761|"appleFamilyMax":1009,
+family max with a plus sign|$F=+1009|"appleFamilyMax":1009,
+threadgroup memory empty: unset, the default|$F=1009 $G=|"appleFamilyMax":1009,"maxThreadgroupMemory":65536,
+threadgroup memory hexadecimal|$F=1009 $G=0x10000|"appleFamilyMax":1009,"maxThreadgroupMemory":65536,
+working set empty: unset, unchanged|$F=1009 $W=|"appleFamilyMax":1009,"maxThreadgroupMemory":65536,"recommendedWorkingSetSize":null,
+process list empty: unset, every process|$F=1009 $P=|"appleFamilyMax":1009,"maxThreadgroupMemory":65536,"recommendedWorkingSetSize":null,"processes":null}
+EOF2
+[ "$i" -eq 7 ] || not_ok "all accepted cases ran ($i)"
+sprobe lsp "$F= 1009"
+same_device "family max with a leading space (strtoull skips it): changed" lsp "$T/shim1009.want"
 
 # The ceiling.
 sprobe c1010 $F=1010

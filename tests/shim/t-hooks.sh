@@ -1,7 +1,9 @@
 #!/bin/sh
-# How the hooks go in: a missing class, selector or method type leaves the process stock; only
-# the device's concrete class changes, whether it inherits or defines each method; devices made
-# before and after the constructor, through either interposed function, and from 8 threads.
+# How the hooks go in: a missing class, public selector or method type leaves the process stock;
+# a missing (or mistyped) private initGPUFamilySupport leaves the interposers as the route; the
+# device class's hooks go in before the original initGPUFamilySupport runs; only the device's
+# concrete class changes, whether it inherits or defines each method; devices made before and
+# after the constructor, through either interposed function, and from 8 threads.
 # shellcheck disable=SC1091 # sourced files are checked on their own
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/shim/common.sh"
@@ -9,8 +11,6 @@
 F=LUME_METAL_APPLE_FAMILY_MAX W=LUME_METAL_RECOMMENDED_WORKING_SET_SIZE
 
 # Missing pieces: the simulated device is built without them.
-sprobe noinit $F=1009 LUME_METAL_SIM_OMIT=initGPUFamilySupport
-stock_ok "no initGPUFamilySupport" noinit "_MTLDevice has no method initGPUFamilySupport$"
 sprobe nobase $F=1009 LUME_METAL_SIM_BASE_NAME=_MTLDeviceRenamed
 stock_ok "no _MTLDevice class" nobase "class _MTLDevice not found$"
 sprobe notg $F=1009 LUME_METAL_SIM_OMIT=maxThreadgroupMemoryLength
@@ -31,6 +31,41 @@ has "no recommendedMaxWorkingSetSize, override unset: not needed, active" "$T/no
 sprobe types $F=1009 LUME_METAL_SIM_WRONG_TYPES=1
 stock_ok "maxThreadgroupMemoryLength of an unexpected type" types \
     'AppleParavirtDevice maxThreadgroupMemoryLength has unexpected type "d16@0:8"$'
+sprobe nofam $F=1009 LUME_METAL_SIM_OMIT=supportsFamily:
+rc_is "no supportsFamily:: exit 0" nofam 0
+has "no supportsFamily:: families unanswered, inactive" "$T/nofam.out" '"Apple1":null' '"shim":{"active":false'
+lines_are "no supportsFamily:: one line says why" "$T/nofam.err" \
+    '^\[lume-metal\] lume-metal-probe stays stock: AppleParavirtDevice has no method supportsFamily:$' 1
+sprobe famtype $F=1009 LUME_METAL_SIM_WRONG_TYPES=supportsFamily:
+stock_ok "supportsFamily: taking a double" famtype \
+    'AppleParavirtDevice supportsFamily: has unexpected type "C24@0:8d16"$'
+
+# Without the private initGPUFamilySupport (or with one of another type), the interposers alone
+# still serve a process that gets its device from MTLCreateSystemDefaultDevice/MTLCopyAllDevices.
+for how in OMIT WRONG_TYPES; do
+	sprobe "noinit$how" $F=1009 "LUME_METAL_SIM_$how=initGPUFamilySupport"
+	rc_is "initGPUFamilySupport ${how}: exit 0" "noinit$how" 0
+	same_device "initGPUFamilySupport ${how}: changed through MTLCreateSystemDefaultDevice" "noinit$how" "$T/shim1009.want"
+	has "initGPUFamilySupport ${how}: the shim is active" "$T/noinit$how.out" '"shim":{"active":true,"appleFamilyMax":1009'
+	lines_are "initGPUFamilySupport ${how}: the activation line names the route" "$T/noinit$how.err" \
+	    '^\[lume-metal\] active in lume-metal-probe \(AppleParavirtDevice\): .* \(through MTLCreateSystemDefaultDevice/MTLCopyAllDevices only: _MTLDevice has no initGPUFamilySupport of the expected type\)$' 1
+	lines_are "initGPUFamilySupport ${how}: nothing else on stderr" "$T/noinit$how.err" '.' 1
+done
+run noinitall env $F=1009 LUME_METAL_SIM_OMIT=initGPUFamilySupport "$HARNESS" late "$SHIM" all
+has "no initGPUFamilySupport, device made before the shim, then MTLCopyAllDevices: changed" "$T/noinitall.out" \
+    'after-load class=AppleParavirtDevice apple5=1 apple6=0 apple9=0 apple10=0 common3=1 metal3=0 tg=32768' \
+    'after-call class=AppleParavirtDevice apple5=1 apple6=1 apple9=1 apple10=0 common3=1 metal3=0 tg=65536'
+sprobe noinitearly $F=1009 LUME_METAL_SIM_OMIT=initGPUFamilySupport LUME_METAL_SIM_EARLY_DEVICE=1
+same_device "no initGPUFamilySupport, device made in libMetal's constructor: changed" noinitearly "$T/shim1009.want"
+
+# The order: the device class's hooks, then the original initGPUFamilySupport, which here asks
+# supportsFamily: Apple7 to derive its state (as the published shim does it).
+run order env LD_PRELOAD="$SHIM" $F=1009 "$HARNESS" init-order
+has "hooks before the original initialiser: it saw the shimmed Apple7" "$T/order.out" 'apple7-at-init=1 apple7-now=1'
+run order0 env "$HARNESS" init-order
+has "without the shim: the initialiser saw the stock Apple7" "$T/order0.out" 'apple7-at-init=0 apple7-now=0'
+run order1 env LD_PRELOAD="$SHIM" $F=1009 LUME_METAL_SIM_OMIT=initGPUFamilySupport "$HARNESS" init-order
+has "interposers only: the device initialised stock, answers shimmed after" "$T/order1.out" 'apple7-at-init=0 apple7-now=1'
 
 # Inherited or own methods: the shim changes the concrete class either way, the sibling never.
 for own in "" "supportsFamily:,maxThreadgroupMemoryLength,recommendedMaxWorkingSetSize" \
