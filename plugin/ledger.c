@@ -198,6 +198,24 @@ ledger_probe_summary(const cJSON *p)
 		rc = -1;
 	rc |= keep_num(s, p, "maxThreadgroupMemoryLength", 0) | keep_num(s, p, "maxBufferLength", 0);
 	rc |= keep_num(s, p, "recommendedMaxWorkingSetSize", 0) | keep_bool(s, p, "hasUnifiedMemory");
+	/* Whether the shim's assumptions hold on this release: its four hook points, known names only. */
+	if (cJSON_IsObject(v = get(p, "hookPoints")) && (o = cJSON_AddObjectToObject(s, "hookPoints")) != NULL) {
+		static const char *const hooks[] = {"_MTLDevice", "initGPUFamilySupport", "supportsFamily:",
+		    "maxThreadgroupMemoryLength"};
+
+		for (size_t i = 0; i < sizeof hooks / sizeof *hooks; i++) {
+			const cJSON *h = get(v, hooks[i]);
+			cJSON *ho;
+
+			if (!cJSON_IsObject(h))
+				continue;
+			if ((ho = cJSON_AddObjectToObject(o, hooks[i])) == NULL)
+				rc = -1;
+			else
+				rc |= keep_bool(ho, h, "present") | keep_str(ho, h, "types");
+		}
+	} else if (cJSON_IsObject(v))
+		rc = -1;
 	if (cJSON_IsObject(v = get(p, "shim"))) {
 		if ((o = cJSON_AddObjectToObject(s, "shim")) == NULL)
 			rc = -1;

@@ -404,6 +404,29 @@ test_hostile(const cJSON *k)
 }
 
 /* ledger_record_who names the VM, host, address, time and reason, printable. */
+/* The probe's hook points are kept, for the known four only, so the ledger says per macOS
+ * release whether the shim's assumptions hold there. */
+static void
+test_hook_points(void)
+{
+	cJSON *p = cJSON_Parse("{\"probe\":\"lume-metal-probe\",\"hookPoints\":{"
+	    "\"_MTLDevice\":{\"present\":true},"
+	    "\"initGPUFamilySupport\":{\"present\":false,\"types\":null},"
+	    "\"supportsFamily:\":{\"present\":true,\"types\":\"B24@0:8q16\",\"x\":[1]},"
+	    "\"maxThreadgroupMemoryLength\":{\"present\":true,\"types\":\"Q16@0:8\"},"
+	    "\"evil\":{\"present\":true}}}");
+	cJSON *s = ledger_probe_summary(p), *h = s ? cJSON_GetObjectItemCaseSensitive(s, "hookPoints") : NULL;
+	char *t = h ? cJSON_PrintUnformatted(h) : NULL;
+
+	UNIT_OK(t && strcmp(t, "{\"_MTLDevice\":{\"present\":true},\"initGPUFamilySupport\":{\"present\":false},"
+	    "\"supportsFamily:\":{\"present\":true,\"types\":\"B24@0:8q16\"},"
+	    "\"maxThreadgroupMemoryLength\":{\"present\":true,\"types\":\"Q16@0:8\"}}") == 0,
+	    "the summary keeps the four hook points, present and types only: %s", t ? t : "(none)");
+	free(t);
+	cJSON_Delete(s);
+	cJSON_Delete(p);
+}
+
 static void
 test_who(void)
 {
@@ -545,6 +568,7 @@ main(void)
 	test_merge_order(k);
 	test_hostile(k);
 	test_who();
+	test_hook_points();
 	snprintf(path, sizeof path, "%s/last", dir);
 	if (mkdir(path, 0700) == 0)
 		test_load_last(path, k);
