@@ -407,6 +407,39 @@ ledger_key(const char *image, const char *digest, const char *guest_os, const ch
 	return k;
 }
 
+cJSON *
+ledger_key_of(const ledger_identity *id)
+{
+	cJSON *k = cJSON_CreateObject();
+
+	if (k == NULL)
+		return NULL;
+	add_str(k, "imageDigest", id->digest);
+	add_str(k, "image", id->digest ? NULL : id->image ? id->image : "unknown");
+	add_str(k, "guestOS", id->guest_os);
+	add_str(k, "guestBuild", id->guest_build);
+	add_str(k, "guestModel", id->guest_model);
+	add_str(k, "hostChip", id->host_chip);
+	add_str(k, "hostModel", id->host_model);
+	add_str(k, "hostOS", id->host_os);
+	add_str(k, "hostBuild", id->host_build);
+	return k;
+}
+
+char *
+ledger_key_label(char *out, size_t len, const cJSON *key, const char *ref)
+{
+	const char *d = str(key, "imageDigest"), *img = str(key, "image");
+
+	if (ref == NULL)
+		ref = img ? img : "unknown";
+	if (d && strncmp(d, "sha256:", 7) == 0)
+		snprintf(out, len, "%s@sha256:%.8s\u2026", ref, d + 7);
+	else
+		snprintf(out, len, "%s (%s)", ref, get(key, "hostModel") ? "no digest" : "old key");
+	return out;
+}
+
 int
 ledger_path(char *out, size_t len, const char *state, const cJSON *key)
 {
@@ -778,7 +811,7 @@ static const char *
 key_problem(const cJSON *key, char why[160])
 {
 	static const char *const fields[] = {"image", "imageDigest", "guestOS", "guestBuild", "guestModel", "hostChip",
-	    "hostBuild"};
+	    "hostModel", "hostOS", "hostBuild"};
 	const cJSON *f;
 	char name[48];
 	size_t i;
@@ -799,7 +832,8 @@ key_problem(const cJSON *key, char why[160])
 		}
 	}
 	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
-		if (get(key, fields[i]) == NULL) {
+		/* hostModel and hostOS came with host identity: a key of ledger_key has neither. */
+		if (get(key, fields[i]) == NULL && strcmp(fields[i], "hostModel") != 0 && strcmp(fields[i], "hostOS") != 0) {
 			snprintf(why, 160, "key: no \"%s\"", fields[i]);
 			return why;
 		}

@@ -18,11 +18,35 @@
 #define LEDGER_RECORD_MAX (64u << 10)
 #define LEDGER_RECORD_DEPTH 8
 
-/* The image-version key, fields in a fixed order; NULL fields are stored as null, a string
+/* The image-version key as written before host identity (kept to read and test old ledgers),
+ * fields in a fixed order; NULL fields are stored as null, a string
  * longer than LEDGER_STR_MAX is cut. Returns a new object the caller owns (cJSON_Delete), or
  * NULL when out of memory. */
 cJSON *ledger_key(const char *image, const char *digest, const char *guest_os, const char *guest_build,
     const char *guest_model, const char *host_chip, const char *host_build);
+
+/* Who a record is about. The image digest and the host part come from the Mac that runs the
+ * VM (read there: locally, or through its --hosts session); what the guest says about itself
+ * is a claim. Strings are borrowed; NULL when unknown. */
+typedef struct {
+	const char *image;       /* the reference, a label: --image, else the guest's image.json */
+	const char *digest;      /* "sha256:<64 hex>" from <location>/<vm>/.manifest-digest */
+	const char *guest_os, *guest_build, *guest_model; /* the guest's own answers */
+	const char *host_chip, *host_model, *host_os, *host_build; /* the Mac's */
+} ledger_identity;
+
+/* The image-version key of id: "imageDigest", then "image" (null when the digest is known:
+ * the digest alone names the version, the reference is a label kept in the records; "unknown"
+ * when neither is known), the guest's OS, build and model, the host's chip, model, OS and
+ * build. Keys made by ledger_key (before host identity: the image label, the controller's chip
+ * and build) have no "hostModel"; their documents still read, and no key of this kind ever
+ * equals one of them. Caller owns the result (cJSON_Delete); NULL when out of memory. */
+cJSON *ledger_key_of(const ledger_identity *id);
+
+/* How a key's image version is shown: "REF@sha256:1a2b3c4d…" with a digest ("unknown@..."
+ * without a reference; ref, when not NULL, is the label a record carries), "REF (no digest)"
+ * without one, "REF (old key)" for a key of ledger_key. Returns out. */
+char *ledger_key_label(char *out, size_t len, const cJSON *key, const char *ref);
 
 /* The document's path for key: <state>/ledger/<16 hex of the key's SHA-256>.json. */
 int ledger_path(char *out, size_t len, const char *state, const cJSON *key);

@@ -427,6 +427,63 @@ test_hook_points(void)
 	cJSON_Delete(p);
 }
 
+/* The key of host identity: the digest names the version, the reference is only a label. */
+static void
+test_identity_key(void)
+{
+	static const char d[] = "sha256:1a2b3c4d5e6f00112233445566778899aabbccddeeff00112233445566778899";
+	ledger_identity id = {.image = "ghcr.io/trycua/macos-tahoe-cua:latest", .digest = d, .guest_os = "26.5.2",
+	    .guest_build = "25F84", .guest_model = "VirtualMac2,1", .host_chip = "Apple M1 Ultra",
+	    .host_model = "Mac13,2", .host_os = "26.6.1", .host_build = "25G76"};
+	cJSON *a = ledger_key_of(&id), *b, *old;
+	char pa[600], pb[600], label[200], why[160];
+	char *t = cJSON_PrintUnformatted(a);
+
+	UNIT_OK(t && strcmp(t, "{\"imageDigest\":\"sha256:1a2b3c4d5e6f00112233445566778899aabbccddeeff00112233445566778899\","
+	    "\"image\":null,\"guestOS\":\"26.5.2\",\"guestBuild\":\"25F84\",\"guestModel\":\"VirtualMac2,1\","
+	    "\"hostChip\":\"Apple M1 Ultra\",\"hostModel\":\"Mac13,2\",\"hostOS\":\"26.6.1\",\"hostBuild\":\"25G76\"}") == 0,
+	    "a key with a digest holds no reference: %s", t ? t : "");
+	free(t);
+	id.image = "another/label:tag";
+	b = ledger_key_of(&id);
+	ledger_path(pa, sizeof pa, "/s", a), ledger_path(pb, sizeof pb, "/s", b);
+	UNIT_OK(strcmp(pa, pb) == 0, "... so two references of one digest share a document");
+	UNIT_OK(strcmp(ledger_key_label(label, sizeof label, a, NULL), "unknown@sha256:1a2b3c4d\u2026") == 0,
+	    "shown without a reference: %s", label);
+	UNIT_OK(strcmp(ledger_key_label(label, sizeof label, a, "r:1"), "r:1@sha256:1a2b3c4d\u2026") == 0,
+	    "... and with one: %s", label);
+	{
+		char sa[] = "/tmp/lm-idk.XXXXXX", sb[] = "/tmp/lm-idk.XXXXXX", rm[100];
+		const char *src[1] = {sa};
+		ledger_merge_counts n;
+		cJSON *rec = cJSON_Parse("{\"kind\":\"deploy\",\"vm\":\"a\",\"verdict\":\"pass\"}");
+		int rc = mkdtemp(sa) && mkdtemp(sb) ? ledger_append(sa, a, rec, why) : LM_EFAIL;
+
+		rc = rc ? rc : ledger_merge(&n, sb, src, 1, why);
+		UNIT_OK(rc == LM_OK && n.merged == 1, "a document of such a key is merged %s", rc ? why : "");
+		snprintf(rm, sizeof rm, "rm -rf '%s' '%s'", sa, sb);
+		if (system(rm) != 0)
+			UNIT_OK(0, "cleaning up");
+		cJSON_Delete(rec);
+	}
+	cJSON_Delete(b);
+	id.digest = NULL;
+	b = ledger_key_of(&id);
+	UNIT_OK(strcmp(ledger_key_label(label, sizeof label, b, NULL), "another/label:tag (no digest)") == 0,
+	    "without a digest the reference keys it, said so: %s", label);
+	cJSON_Delete(b);
+	id.image = NULL;
+	b = ledger_key_of(&id);
+	UNIT_OK(strcmp(ledger_key_label(label, sizeof label, b, NULL), "unknown (no digest)") == 0,
+	    "... and with neither: %s", label);
+	old = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.5.2", "25F84", "VirtualMac2,1",
+	    "AMD EPYC", "Linux 6.1");
+	ledger_path(pa, sizeof pa, "/s", old), ledger_path(pb, sizeof pb, "/s", b);
+	UNIT_OK(strcmp(ledger_key_label(label, sizeof label, old, NULL), "ghcr.io/trycua/macos-tahoe-cua:latest (old key)") == 0 &&
+	    strcmp(pa, pb) != 0, "an old key is shown as one, in a document of its own: %s", label);
+	cJSON_Delete(old), cJSON_Delete(b), cJSON_Delete(a);
+}
+
 static void
 test_who(void)
 {
@@ -569,6 +626,7 @@ main(void)
 	test_hostile(k);
 	test_who();
 	test_hook_points();
+	test_identity_key();
 	snprintf(path, sizeof path, "%s/last", dir);
 	if (mkdir(path, 0700) == 0)
 		test_load_last(path, k);
