@@ -1,5 +1,7 @@
 /* cli: helpers shared by main.c and the cmd_*.c files. */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,16 +11,285 @@
 
 #include "cli.h"
 
+/* Terminal-safe text. Everything a guest, a Mac host, the ledger or a file sends back goes
+ * through here before a terminal: printed raw, "\033[2J\033]0;pwned\007" would clear the screen
+ * and retitle the window, and "\r\033[1A\033[2Kgood deployed" would rewrite an earlier line. */
+
+/* The length of the well-formed UTF-8 sequence at s (n bytes there), its code point in *cp;
+ * 0 when s starts no such sequence (a stray, overlong, surrogate or out-of-range encoding). */
+static size_t
+utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+	    s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+
+	if (len == 0 || n < len)
+		return 0;
+	*cp = s[0] & (0x7fu >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (s[i] & 0x3fu);
+	}
+	if ((len == 3 && *cp < 0x800) || (len == 4 && (*cp < 0x10000 || *cp > 0x10ffff)) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* A code point a terminal acts on or that reorders what it shows: the C1 controls U+0080..U+009F
+ * (U+009B is CSI) and the bidirectional embeddings, overrides and isolates. */
+static int
+unsafe_cp(uint32_t cp)
+{
+	return cp <= 0x9f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* Appends n bytes of s to b: printable ASCII and well-formed UTF-8 as they are; \n (unless
+ * keep_nl), \r and \t as those two characters; every other C0 control, DEL, a C1 control or
+ * bidi override (each of its bytes) and a byte that is not UTF-8 as \xNN. */
+static int
+escape(lm_buf *b, const char *s, size_t n, int keep_nl)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t run = i, len;
+		uint32_t cp;
+
+		while (run < n && p[run] >= 0x20 && p[run] < 0x7f)
+			run++;
+		if (run > i && lm_buf_add(b, p + i, run - i) != 0)
+			return -1;
+		if ((i = run) >= n)
+			break;
+		if ((len = utf8_seq(p + i, n - i, &cp)) > 0 && !unsafe_cp(cp)) {
+			if (lm_buf_add(b, p + i, len) != 0)
+				return -1;
+			i += len;
+			continue;
+		}
+		for (size_t k = 0, end = len ? len : 1; k < end; k++, i++) {
+			int c = p[i];
+
+			if (c == '\n' && keep_nl ? lm_buf_add(b, "\n", 1) :
+			    c == '\n' ? lm_buf_add(b, "\\n", 2) : c == '\r' ? lm_buf_add(b, "\\r", 2) :
+			    c == '\t' ? lm_buf_add(b, "\\t", 2) : lm_buf_addf(b, "\\x%02x", (unsigned)c))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* One conversion of a cli_printf format into b; *fmt is past the '%' and is moved past the
+ * conversion. Strings (%s, %c) are escaped, precision counting the bytes taken from the
+ * argument and width the escaped bytes written; numbers are formatted as printf does. */
+static int
+convert(lm_buf *b, const char **fmt, va_list *ap)
+{
+	const char *p = *fmt, *fl = p;
+	char spec[64], len[3] = "";
+	int width = -1, prec = -1, left;
+	size_t nfl = strspn(p, "-+ #0");
+
+	left = memchr(fl, '-', nfl) != NULL;
+	p += nfl;
+	if (*p == '*') {
+		width = va_arg(*ap, int);
+		if (width < 0)
+			left = 1, width = -width;
+		p++;
+	} else
+		for (width = 0; *p >= '0' && *p <= '9' && width < 100000; p++)
+			width = width * 10 + (*p - '0');
+	if (*p == '.') {
+		p++;
+		if (*p == '*') {
+			prec = va_arg(*ap, int);
+			p++;
+		} else
+			for (prec = 0; *p >= '0' && *p <= '9' && prec < 100000; p++)
+				prec = prec * 10 + (*p - '0');
+	}
+	if (*p != '\0' && strchr("hljztL", *p)) {
+		len[0] = *p++;
+		if ((len[0] == 'h' || len[0] == 'l') && *p == len[0])
+			len[1] = *p++;
+	}
+	if (*p == '\0' || nfl > 5)
+		return -1;
+	*fmt = p + 1;
+	if (*p == '%')
+		return lm_buf_add(b, "%", 1);
+	if (*p == 's' || *p == 'c') {
+		char ch;
+		const char *s;
+		size_t n, at = b->len, w;
+
+		if (*p == 'c') {
+			ch = (char)va_arg(*ap, int);
+			s = &ch, n = 1;
+		} else {
+			s = va_arg(*ap, const char *);
+			if (s == NULL)
+				s = "(null)";
+			n = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
+		}
+		if (escape(b, s, n, 0) != 0)
+			return -1;
+		if ((w = b->len - at) >= (size_t)(width > 0 ? width : 0))
+			return 0;
+		for (size_t k = w; k < (size_t)width; k++)
+			if (lm_buf_add(b, " ", 1) != 0)
+				return -1;
+		if (!left) { /* right-aligned: the padding goes before the text */
+			memmove(b->data + b->len - w, b->data + at, w);
+			memset(b->data + at, ' ', (size_t)width - w);
+		}
+		return 0;
+	}
+	/* A number: printf itself, with the width and precision written out. */
+	{
+		char w[16] = "", pr[16] = "";
+
+		if (width > 0)
+			snprintf(w, sizeof w, "%d", width);
+		if (prec >= 0)
+			snprintf(pr, sizeof pr, ".%d", prec);
+		snprintf(spec, sizeof spec, "%%%s%.*s%s%s%s%c", left ? "-" : "", (int)nfl, fl, w, pr, len, *p);
+	}
+	switch (*p) {
+	case 'd': case 'i':
+		return !*len || *len == 'h' ? lm_buf_addf(b, spec, va_arg(*ap, int)) :
+		    strcmp(len, "l") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, long)) :
+		    strcmp(len, "ll") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, long long)) :
+		    *len == 'j' ? lm_buf_addf(b, spec, va_arg(*ap, intmax_t)) :
+		    *len == 'z' ? lm_buf_addf(b, spec, va_arg(*ap, ssize_t)) :
+		    *len == 't' ? lm_buf_addf(b, spec, va_arg(*ap, ptrdiff_t)) : -1;
+	case 'u': case 'o': case 'x': case 'X':
+		return !*len || *len == 'h' ? lm_buf_addf(b, spec, va_arg(*ap, unsigned)) :
+		    strcmp(len, "l") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, unsigned long)) :
+		    strcmp(len, "ll") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, unsigned long long)) :
+		    *len == 'j' ? lm_buf_addf(b, spec, va_arg(*ap, uintmax_t)) :
+		    *len == 'z' ? lm_buf_addf(b, spec, va_arg(*ap, size_t)) :
+		    *len == 't' ? lm_buf_addf(b, spec, va_arg(*ap, ptrdiff_t)) : -1;
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		return *len == 'L' ? lm_buf_addf(b, spec, va_arg(*ap, long double)) :
+		    lm_buf_addf(b, spec, va_arg(*ap, double));
+	case 'p':
+		return lm_buf_addf(b, "%p", va_arg(*ap, void *));
+	}
+	return -1; /* %n and the rest: never used by the CLI */
+}
+
+/* fmt with its arguments into b, every string argument escaped. */
+static int
+vformat(lm_buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	int rc = 0;
+
+	va_copy(aq, ap);
+	while (*fmt && rc == 0) {
+		size_t n = strcspn(fmt, "%");
+
+		if (n > 0)
+			rc = lm_buf_add(b, fmt, n);
+		fmt += n;
+		if (*fmt == '%' && rc == 0) {
+			fmt++;
+			rc = convert(b, &fmt, &aq);
+		}
+	}
+	va_end(aq);
+	return rc;
+}
+
+static int
+put(FILE *f, const lm_buf *b, int rc)
+{
+	if (rc == 0 && b->len > 0 && fwrite(b->data, 1, b->len, f) != b->len)
+		rc = -1;
+	return rc == 0 ? (int)b->len : -1;
+}
+
+int
+cli_vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+	lm_buf b = {0};
+	int rc = put(f, &b, vformat(&b, fmt, ap));
+
+	lm_buf_free(&b);
+	return rc;
+}
+
+int
+cli_fprintf(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = cli_vfprintf(f, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cli_printf(const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = cli_vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cli_bprintf(lm_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vformat(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cli_text(FILE *f, const char *s, int keep_nl)
+{
+	lm_buf b = {0};
+	int rc = put(f, &b, s ? escape(&b, s, strlen(s), keep_nl) : 0);
+
+	lm_buf_free(&b);
+	return rc;
+}
+
+int
+cli_escape(lm_buf *out, const char *s)
+{
+	return escape(out, s, strlen(s), 0);
+}
+
 int
 cli_error(int code, const char *fmt, ...)
 {
+	lm_buf b = {0};
 	va_list ap;
+	int rc;
 
-	fputs("lume-metal: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = lm_buf_add(&b, "lume-metal: ", 12) == 0 ? vformat(&b, fmt, ap) : -1;
 	va_end(ap);
-	fputc('\n', stderr);
+	if (rc == 0)
+		rc = lm_buf_add(&b, "\n", 1);
+	put(stderr, &b, rc);
+	lm_buf_free(&b);
 	return code;
 }
 
@@ -76,8 +347,8 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 		cJSON_Delete(o);
 		return;
 	}
-	printf("%s  %s\n", p->sha256, path);
-	printf("# %s payload %s: target %s, profile %s, workload %s, %d files, %ju bytes\n",
+	cli_printf("%s  %s\n", p->sha256, path);
+	cli_printf("# %s payload %s: target %s, profile %s, workload %s, %d files, %ju bytes\n",
 	    p->placeholders ? "PLACEHOLDER" : "ok", p->version, p->target, p->profile, p->workload,
 	    p->nfiles, (uintmax_t)p->size);
 }
@@ -251,7 +522,30 @@ void
 cli_print_json(const cJSON *v)
 {
 	char *s = cJSON_PrintUnformatted(v);
+	const unsigned char *p = (const unsigned char *)(s ? s : "null");
+	size_t n = strlen((const char *)p);
+	lm_buf b = {0};
+	int rc = 0;
 
-	printf("%s\n", s ? s : "null");
+	/* Bytes over 0x7e are only inside JSON strings, where \uXXXX means the same. */
+	for (size_t i = 0; i < n && rc == 0;) {
+		size_t run = i, len;
+		uint32_t cp;
+
+		while (run < n && p[run] < 0x7f)
+			run++;
+		rc = lm_buf_add(&b, p + i, run - i);
+		if ((i = run) >= n || rc != 0)
+			break;
+		if ((len = utf8_seq(p + i, n - i, &cp)) > 0 && !unsafe_cp(cp))
+			rc = lm_buf_add(&b, p + i, len);
+		else
+			rc = lm_buf_addf(&b, "\\u%04x", len ? (unsigned)cp : p[i] == 0x7f ? 0x7fu : 0xfffdu);
+		i += len ? len : 1;
+	}
+	if (rc == 0)
+		rc = lm_buf_add(&b, "\n", 1);
+	put(stdout, &b, rc);
+	lm_buf_free(&b);
 	free(s);
 }

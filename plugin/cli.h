@@ -3,6 +3,8 @@
 #define LM_CLI_H
 
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "deploy.h"
 #include "fleet.h"
@@ -23,7 +25,33 @@ typedef struct {
 
 const cli_command *cli_find(const char *name);
 
-/* Prints "lume-metal: MSG" to stderr and returns code (git's error() habit). */
+/* Terminal-safe output. Every string that came from a guest, a Mac host, the ledger or a file
+ * goes to the terminal through these, never through printf's own %s: printable ASCII and
+ * well-formed UTF-8 pass; \n, \r and \t become those two characters (a newline in a field would
+ * fake a line); every other C0 control, DEL, the C1 controls U+0080..U+009F, the bidi overrides
+ * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
+ * byte (ESC is \x1b). */
+
+/* printf to f (stdout) where every %s and %c argument is escaped; width and precision work as
+ * in printf (precision counts bytes of the argument, width bytes of the escaped text). The
+ * format itself is trusted and written as it is, control characters and all. Supports the
+ * conversions of C11 printf except %n; returns the bytes written, or -1. */
+int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_vfprintf(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* The same, appended to b (a table built before it is printed); 0, or -1. */
+int cli_bprintf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes s escaped to f; with keep_nl, newlines pass (a rendered table of several lines, whose
+ * fields must hold none). Returns the bytes written, or -1. */
+int cli_text(FILE *f, const char *s, int keep_nl);
+
+/* Appends s escaped to out; 0, or -1 when out of memory. */
+int cli_escape(lm_buf *out, const char *s);
+
+/* Prints "lume-metal: MSG" to stderr, its string arguments escaped as cli_printf does, and
+ * returns code (git's error() habit). */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Maps a module's error code to the design's exit code, printing err. */
@@ -39,7 +67,9 @@ int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, co
 /* Parses a whole number lo..hi for flag; prints the reason and returns -1, else 1. */
 int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out);
 
-/* Prints v as one line of JSON. */
+/* Prints v as one line of JSON. cJSON escapes C0 controls; this also writes DEL, the C1
+ * controls and the bidi overrides as \uXXXX (the same string to a JSON parser) and a byte that
+ * is not UTF-8 as \ufffd, so no JSON line acts on a terminal either. */
 void cli_print_json(const cJSON *v);
 
 /* Where guest-payload/, manifests/ and build/ are: $LUME_METAL_DATADIR or the build tree. */

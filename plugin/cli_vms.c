@@ -240,7 +240,7 @@ count(cJSON *obj, const char *name, int delta)
 static void
 print_line(const cJSON *res)
 {
-	printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
+	cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
 }
 
 /* Live output on a TTY: one line per finished VM and a progress line beneath them. */
@@ -267,7 +267,7 @@ progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 	(void)n;
 	printf("[%zu/%zu]", l->base + done, l->total);
 	for (const cJSON *it = l->states->child; it; it = it->next)
-		printf(" %s %d", it->string, (int)it->valuedouble);
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
 	printf(" | %.1fs elapsed", el);
 	if (done > 0 && l->base + done < l->total)
 		printf(", ETA %.0fs", el / (double)done * (double)(l->total - l->base - done));
@@ -303,11 +303,11 @@ print_summary(cJSON **res, size_t n, int json, double secs)
 	}
 	printf("# %zu VM(s):", n);
 	for (const cJSON *it = states->child; it; it = it->next)
-		printf(" %s %d", it->string, (int)it->valuedouble);
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
 	printf(" (%.1fs)\n", secs);
 	for (const cJSON *im = images->child; im; im = im->next)
 		for (const cJSON *it = im->child; it; it = it->next)
-			printf("#   %-52s %-18s %d\n", im->string, it->string, (int)it->valuedouble);
+			cli_printf("#   %-52s %-18s %d\n", im->string, it->string, (int)it->valuedouble);
 	cJSON_Delete(states);
 	cJSON_Delete(images);
 }

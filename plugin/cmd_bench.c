@@ -89,8 +89,8 @@ cmd_bench(int argc, char **argv)
 		const cJSON *tab = cJSON_GetObjectItemCaseSensitive(res, "bench");
 
 		if (tab && bench_render(&text, tab, BENCH_TEXT, NULL, err) == LM_OK)
-			fputs(text.data, stdout);
-		printf("%s: %s%s%s\n", cJSON_GetObjectItemCaseSensitive(res, "vm")->valuestring,
+			cli_text(stdout, text.data, 1);
+		cli_printf("%s: %s%s%s\n", cJSON_GetObjectItemCaseSensitive(res, "vm")->valuestring,
 		    cJSON_GetObjectItemCaseSensitive(res, "state")->valuestring, cJSON_IsString(msg) ? ": " : "",
 		    cJSON_IsString(msg) ? msg->valuestring : "");
 	}

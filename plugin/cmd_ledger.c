@@ -21,21 +21,25 @@ s(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* A CSV field: quoted when it holds a comma, quote or newline. */
+/* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
+ * holds a comma or a quote. */
 static void
 csv(const char *v, int last)
 {
-	if (strpbrk(v, ",\"\n") != NULL) {
+	lm_buf e = {0};
+
+	if (cli_escape(&e, v) == 0 && e.data != NULL && strpbrk(e.data, ",\"") != NULL) {
 		putchar('"');
-		for (; *v; v++) {
-			if (*v == '"')
+		for (const char *p = e.data; *p; p++) {
+			if (*p == '"')
 				putchar('"');
-			putchar(*v);
+			putchar(*p);
 		}
 		putchar('"');
-	} else
-		fputs(v, stdout);
+	} else if (e.data != NULL)
+		fputs(e.data, stdout);
 	putchar(last ? '\n' : ',');
+	lm_buf_free(&e);
 }
 
 static int
@@ -55,13 +59,13 @@ each(const cJSON *doc, const char *path, void *ctx)
 		return 0;
 	}
 	if (w->mode == 's')
-		printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
+		cli_printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
 		    s(key, "guestModel"), s(key, "hostChip"), s(key, "hostBuild"), path);
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
 		if (w->mode == 's') {
-			printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
 			    s(r, "payloadSha256"), s(r, "profile"));
 			continue;
 		}
@@ -146,7 +150,7 @@ cmd_ledger(int argc, char **argv)
 	if (rc == LM_OK && w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
-		printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
+		cli_printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
 		    conn.state);
 	cJSON_Delete(w.all);
 	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);
