@@ -157,7 +157,8 @@ convert(lm_buf *b, const char **fmt, va_list *ap)
 			snprintf(w, sizeof w, "%d", width);
 		if (prec >= 0)
 			snprintf(pr, sizeof pr, ".%d", prec);
-		snprintf(spec, sizeof spec, "%%%s%.*s%s%s%s%c", left ? "-" : "", (int)nfl, fl, w, pr, len, *p);
+		snprintf(spec, sizeof spec, "%%%s%.*s%s%s%s%c", left && memchr(fl, '-', nfl) == NULL ? "-" : "",
+		    (int)nfl, fl, w, pr, len, *p);
 	}
 	switch (*p) {
 	case 'd': case 'i':
