@@ -302,21 +302,93 @@ cli_fail(int rc, const char *err)
 	return cli_error(code, "%s", err);
 }
 
+/* Levenshtein distance of a and b (a flag name: short), with a swap of two neighbours as one
+ * edit; SIZE_MAX beyond 63 characters. */
+static size_t
+edits(const char *a, size_t la, const char *b)
+{
+	size_t lb = strlen(b), d[64][64];
+
+	if (la >= 64 || lb >= 64)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* Why getopt_long refused the long flag arg ("--name" or "--name=value"), printed. */
+static void
+bad_long(const char *cmd, const char *arg, const struct option *longopts, int missing)
+{
+	const char *name = arg + 2, *best = NULL, *match[3];
+	size_t n = strcspn(name, "="), bestd = SIZE_MAX, nmatch = 0;
+	const struct option *exact = NULL;
+
+	for (const struct option *o = longopts; o->name; o++) {
+		size_t d = edits(name, n, o->name);
+
+		if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
+			exact = o;
+		else if (n > 0 && strncmp(o->name, name, n) == 0 && nmatch < 3)
+			match[nmatch++] = o->name;
+		if (d < bestd)
+			bestd = d, best = o->name;
+	}
+	if (missing || (exact && exact->has_arg == required_argument && name[n] == '\0'))
+		cli_error(EXIT_USAGE, "%s: --%.*s needs a value", cmd, (int)n, name);
+	else if (exact && name[n] == '=')
+		cli_error(EXIT_USAGE, "%s: --%.*s takes no value", cmd, (int)n, name);
+	else if (nmatch > 1)
+		cli_error(EXIT_USAGE, "%s: --%.*s is ambiguous: --%s, --%s%s", cmd, (int)n, name, match[0], match[1],
+		    nmatch > 2 ? ", ..." : "");
+	else if (best && bestd <= (n / 3 > 1 ? n / 3 : 1))
+		cli_error(EXIT_USAGE, "%s: unknown flag --%.*s; did you mean --%s?", cmd, (int)n, name, best);
+	else
+		cli_error(EXIT_USAGE, "%s: unknown flag --%.*s; see 'lume-metal help %s'", cmd, (int)n, name, cmd);
+}
+
 int
 cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts)
 {
-	int idx = 0, c;
+	char so[64];
+	const char *arg;
+	int idx = 0, c, isl = 0;
 
+	/* The leading ':' makes a missing value ':' rather than '?'. */
+	if (lm_fmt(so, sizeof so, ":%s", shortopts) < 0)
+		return cli_error(EXIT_USAGE, "%s: too many short flags", cmd), '?';
 	opterr = 0;
-	c = getopt_long(argc, argv, shortopts, longopts, &idx);
-	if (c == '?') {
-		if (optopt)
-			cli_error(EXIT_USAGE, "%s: unknown flag or missing value: -%c", cmd, optopt);
-		else
-			cli_error(EXIT_USAGE, "%s: unknown flag or missing value: %s", cmd, argv[optind - 1]);
-	} else if (c == ':')
-		c = '?';
-	return c;
+	c = getopt_long(argc, argv, so, longopts, &idx);
+	if (c != '?' && c != ':')
+		return c;
+	/* A long flag's error leaves optind past it; a short one's, in a cluster (-xy), may not. */
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
+		isl = optopt == 0;
+		for (const struct option *o = longopts; !isl && o->name; o++)
+			isl = o->val == optopt && strncmp(o->name, arg + 2, strcspn(arg + 2, "=")) == 0;
+	}
+	if (isl)
+		bad_long(cmd, arg, longopts, c == ':');
+	else if (c == ':')
+		cli_error(EXIT_USAGE, "%s: -%c needs a value", cmd, optopt);
+	else
+		cli_error(EXIT_USAGE, "%s: unknown flag -%c; see 'lume-metal help %s'", cmd, optopt, cmd);
+	return '?';
 }
 
 const char *

@@ -60,7 +60,10 @@ int cli_fail(int rc, const char *err);
 /* Prints the usage of a command to stdout (help) and returns 0. */
 int cli_help(const char *name);
 
-/* getopt_long with the house rules: "-h/--help" prints help, an unknown flag is exit 2.
+/* getopt_long with the house rules (main.c has already turned CMD -h and CMD --help into help
+ * CMD): a bad flag is exit 2, and its reason names it: "--payload needs a value", "--json takes
+ * no value", "--p is ambiguous: ...", "unknown flag --paralel; did you mean --parallel?" (the
+ * nearest long flag of the command within a third of its length in edits), "unknown flag -x".
  * Returns the option, -1 at the end, or '?' after printing the reason. */
 int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
 

@@ -224,9 +224,9 @@ main(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unknown flag '%s'; see 'lume-metal --help'", argv[1]);
 	if ((c = cli_find(argv[1])) == NULL)
 		return cli_error(EXIT_USAGE, "'%s' is not a lume-metal command; see 'lume-metal --help'", argv[1]);
-	/* CMD --help is help CMD. */
+	/* CMD --help and CMD -h are help CMD. */
 	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "--help") == 0)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			return cli_help(c->name);
 	if (c->fn == NULL)
 		return cli_error(EXIT_USAGE, "%s: not built yet (arrives with issue %s)", c->name, c->issue);
