@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include <errno.h>
+#include <netdb.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "cli.h"
 
@@ -527,8 +529,49 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 }
 
 int
+cli_state_check(const char *state, const char *cmd)
+{
+	struct stat st;
+
+	if (stat(state, &st) == 0 ? !S_ISDIR(st.st_mode) : errno == ENOTDIR)
+		return cli_error(EXIT_USAGE, "%s: --state %s: not a directory", cmd, state);
+	return EXIT_OK;
+}
+
+int
+cli_host_check(const char *spec, const char *cmd)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	guest_target *t;
+	struct stat st;
+	char err[LM_ERRLEN];
+	int rc;
+
+	if (stat(spec, &st) != 0 || !S_ISREG(st.st_mode))
+		return EXIT_OK;
+	if (strchr(spec, '/') != NULL || guest_target_host(&t, spec, "lume", err) != LM_OK)
+		return cli_error(EXIT_USAGE, "%s: --host %s: that is a file, not user@addr[:port]; did you mean "
+		    "--hosts %s?", cmd, spec, spec);
+	rc = getaddrinfo(t->host, NULL, &hints, &ai);
+	guest_target_free(t);
+	if (ai != NULL)
+		freeaddrinfo(ai);
+	if (rc != 0)
+		return cli_error(EXIT_USAGE, "%s: --host %s: no host has that name, but a file does; did you mean "
+		    "--hosts %s?", cmd, spec, spec);
+	return EXIT_OK;
+}
+
+int
 cli_conn_check(cli_conn *c, int nvms, const char *cmd)
 {
+	int rc;
+
+	if ((rc = cli_state_check(c->state, cmd)) != EXIT_OK)
+		return rc;
+	for (size_t i = 0; i < c->nhosts; i++)
+		if ((rc = cli_host_check(c->hosts[i], cmd)) != EXIT_OK)
+			return rc;
 	if (c->all && (nvms > 0 || c->nhosts > 0))
 		return cli_error(EXIT_USAGE, "%s: --all takes no VM names or --host", cmd);
 	if (!c->all && nvms == 0 && c->nhosts == 0 && c->hosts_file == NULL)

@@ -119,9 +119,16 @@ typedef struct {
 void cli_conn_init(cli_conn *c);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
 int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
-/* Checks the flags against the VM arguments; prints the reason and returns EXIT_USAGE. */
+/* Checks the flags against the VM arguments, --state and --host (cli_state_check,
+ * cli_host_check); prints the reason and returns EXIT_USAGE. */
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
+/* Input errors cli_conn_check finds, for the commands that do not call it. Each prints the
+ * reason and returns EXIT_USAGE, else EXIT_OK. --state that exists and is not a directory (or
+ * lies under a file); --host naming a regular file that is a path, is no user@addr[:port], or
+ * does not resolve (a hint at --hosts FILE). */
+int cli_state_check(const char *state, const char *cmd);
+int cli_host_check(const char *spec, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
  * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one

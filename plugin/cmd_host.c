@@ -164,6 +164,10 @@ cmd_host(int argc, char **argv)
 		cli_conn_free(&conn);
 		return cli_error(EXIT_USAGE, "host: takes --hosts FILE for Mac hosts, not --host or --all");
 	}
+	if ((rc = cli_state_check(conn.state, "host")) != EXIT_OK) {
+		cli_conn_free(&conn);
+		return rc;
+	}
 	if (conn.hosts_file != NULL) {
 		if (strcmp(verb, "status") != 0) {
 			cli_conn_free(&conn);

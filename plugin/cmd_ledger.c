@@ -134,6 +134,8 @@ cmd_ledger(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
+	if ((rc = cli_state_check(conn.state, "ledger")) != EXIT_OK)
+		return rc;
 	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
 		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
 	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&

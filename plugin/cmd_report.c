@@ -232,6 +232,8 @@ cmd_report(int argc, char **argv)
 	if (ledger) {
 		if (argc - optind != 0)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
+		if ((rc = cli_state_check(conn.state, "report")) != EXIT_OK)
+			return rc;
 		return report_ledger(conn.state, image, form);
 	}
 	if (image)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
 # Honest CLI errors (issue 17, "Errors"): a flag's missing value names the flag, CMD -h is help,
-# and a misspelt flag gets a suggestion.
+# a misspelt flag gets a suggestion, --host given a file hints at --hosts, and a --state that is
+# a file and build -o DIR are input errors (exit 2).
 . "$(dirname "$0")/../lib.sh"
 cd "$T" || exit 1
 
@@ -36,5 +37,23 @@ err "... one letter too many in a short name" 2 "unknown flag --alll; did you me
 err "nothing near: no suggestion" 2 "deploy: unknown flag --frobnicate; see 'lume-metal help deploy'" \
 	"$LM" deploy g1 --frobnicate
 err "an unknown short flag" 2 "deploy: unknown flag -z; see" "$LM" deploy g1 -z
+
+printf 'lume@mac1.example\n' >"$T/macs.txt"
+err "--host given a hosts file's path" 2 "status: --host $T/macs.txt: that is a file, not user@addr[:port]; did you mean --hosts $T/macs.txt?" \
+	"$LM" status --host "$T/macs.txt"
+err "--host NAME that does not resolve, while a file NAME exists" 2 \
+	"status: --host macs.txt: no host has that name, but a file does; did you mean --hosts macs.txt?" \
+	"$LM" status --host macs.txt --timeout 2
+err "... bench too" 2 "did you mean --hosts macs.txt?" "$LM" bench --host macs.txt --model m
+
+printf 'x\n' >"$T/file"
+err "--state that is a file" 2 "status: --state $T/file: not a directory" "$LM" status g1 --state "$T/file"
+err "--state under a file" 2 "deploy: --state $T/file/s: not a directory" "$LM" deploy g1 --state "$T/file/s"
+err "ledger --state FILE" 2 "ledger: --state $T/file: not a directory" "$LM" ledger --state "$T/file"
+err "report --ledger --state FILE" 2 "report: --state $T/file: not a directory" "$LM" report --ledger --state "$T/file"
+err "host --state FILE" 2 "host: --state $T/file: not a directory" "$LM" host status --state "$T/file"
+mkdir "$T/out"
+err "build -o DIR" 2 "build: -o $T/out: is a directory; -o names the file to write" "$LM" build --target linux-sim -o "$T/out"
+check "... and writes nothing there" sh -c '[ -z "$(ls -A "$1")" ]' - "$T/out"
 
 t_done
