@@ -133,7 +133,8 @@ int cli_host_check(const char *spec, const char *cmd);
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
  * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
  * line (or with --json one object) per VM in the order given. Then a summary by state and by
- * image version. Returns the exit code of deploy_exit_code (1 when the run stopped early). */
+ * image version. Returns the exit code of deploy_exit_code (1 when the run stopped early); no
+ * VM at all (--all, or --hosts FILE, listing none) is exit 0, said on stderr, and an empty summary. */
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
     deploy_opts *o, const char *cmd);
 

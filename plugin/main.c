@@ -23,7 +23,8 @@
 	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
 	"      --port N            SSH port of Lume VMs (default 22)\n" \
 	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
-	"      --all               every VM that `lume ls` lists\n" \
+	"      --all               every VM that `lume ls` lists (none: says so on stderr, prints an empty\n" \
+	"                          summary and exits 0, as with --hosts FILE whose hosts list none)\n" \
 	"      --hosts FILE        Mac hosts (user@host[:port] lines, or JSON as manifests/hosts.example.json):\n" \
 	"                          the VMs each one's `lume ls` lists (VM names filter them), reached through\n" \
 	"                          that host's one SSH session (direct-tcpip, as ProxyJump); -u is the user of\n" \

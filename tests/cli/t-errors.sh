@@ -1,8 +1,8 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
 # Honest CLI errors (issue 17, "Errors"): a flag's missing value names the flag, CMD -h is help,
-# a misspelt flag gets a suggestion, --host given a file hints at --hosts, and a --state that is
-# a file and build -o DIR are input errors (exit 2).
+# a misspelt flag gets a suggestion, --host given a file hints at --hosts, a --state that is a
+# file and build -o DIR are input errors (exit 2), and --all with no VM says so (exit 0).
 . "$(dirname "$0")/../lib.sh"
 cd "$T" || exit 1
 
@@ -56,4 +56,12 @@ mkdir "$T/out"
 err "build -o DIR" 2 "build: -o $T/out: is a directory; -o names the file to write" "$LM" build --target linux-sim -o "$T/out"
 check "... and writes nothing there" sh -c '[ -z "$(ls -A "$1")" ]' - "$T/out"
 
+mkdir "$T/lume"
+A() { LUME_SIM_DIR=$T/lume "$LM" "$@" --all --lume "$TOP/tests/lume-sim/lume" --state "$T/state" 2>"$T/err"; }
+check_rc "status --all when lume lists no VM (exit 0)" 0 A status
+check_has "... prints an empty summary" "# 0 VM(s):" "$T/.out"
+check_has "... and says why on stderr" "lume-metal: status: no VMs: lume ls lists none" "$T/err"
+check_rc "status --all --json when lume lists no VM (exit 0)" 0 A status --json
+check_grep "... one summary object with total 0" '^\{"summary":\{"total":0,' "$T/.out"
+check_rc "deploy --all when lume lists no VM (exit 0)" 0 A deploy --target linux-sim
 t_done
