@@ -218,36 +218,16 @@ put(FILE *f, const lm_buf *b, int rc)
 }
 
 int
-cli_vfprintf(FILE *f, const char *fmt, va_list ap)
-{
-	lm_buf b = {0};
-	int rc = put(f, &b, vformat(&b, fmt, ap));
-
-	lm_buf_free(&b);
-	return rc;
-}
-
-int
-cli_fprintf(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = cli_vfprintf(f, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-int
 cli_printf(const char *fmt, ...)
 {
+	lm_buf b = {0};
 	va_list ap;
 	int rc;
 
 	va_start(ap, fmt);
-	rc = cli_vfprintf(stdout, fmt, ap);
+	rc = put(stdout, &b, vformat(&b, fmt, ap));
 	va_end(ap);
+	lm_buf_free(&b);
 	return rc;
 }
 

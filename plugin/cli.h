@@ -3,7 +3,6 @@
 #define LM_CLI_H
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "deploy.h"
@@ -32,13 +31,11 @@ const cli_command *cli_find(const char *name);
  * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
  * byte (ESC is \x1b). */
 
-/* printf to f (stdout) where every %s and %c argument is escaped; width and precision work as
- * in printf (precision counts bytes of the argument, width bytes of the escaped text). The
- * format itself is trusted and written as it is, control characters and all. Supports the
- * conversions of C11 printf except %n; returns the bytes written, or -1. */
+/* printf to stdout where every %s and %c argument is escaped; width and precision work as in
+ * printf (precision counts bytes of the argument, width bytes of the escaped text). The format
+ * itself is trusted and written as it is, control characters and all. Supports the conversions
+ * of C11 printf except %n; returns the bytes written, or -1. */
 int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int cli_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int cli_vfprintf(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* The same, appended to b (a table built before it is printed); 0, or -1. */
 int cli_bprintf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
