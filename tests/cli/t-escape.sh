@@ -70,6 +70,14 @@ check_has "... the build escaped, not a rewritten line" '25F84\r\x1b[1A\x1b[2Kgo
 L export >"$T/ledger.csv" 2>&1
 checks "ledger export" "$T/ledger.csv"
 
+# bench: the table's workload label is the guest's model file name, here with ESC and BEL in it.
+M=$T/g/g1/home/$(printf 'model\033]0;pwned\007.gguf')
+head -c 20000 /dev/urandom >"$M"
+lm bench g1 --model "$M" -r 3 >"$T/bench.txt" 2>&1
+check_grep "bench the hostile guest" ': benchmarked$' "$T/bench.txt"
+check "... no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/bench.txt"
+check_has "... the model's name escaped" 'model\x1b]0;pwned\x07.gguf' "$T/bench.txt"
+
 # On a terminal: the live lines carry the progress line's own \r\033[K, and nothing of the guest's.
 pty() { script -qec "$1" "$T/pty.out" >/dev/null 2>&1 </dev/null; }
 pty "'$LM' status --all --lume '$TOP/tests/lume-sim/lume' --port $PORT -u '$ME' -i '$T/id_ed25519' --known-hosts '$T/known_hosts' --state '$T/state'"
