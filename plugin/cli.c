@@ -366,6 +366,8 @@ cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const 
 	}
 	if (isl)
 		bad_long(cmd, arg, longopts, c == ':');
+	else if (optopt == 0 || optopt > 0x7f) /* not a short flag: say what getopt stopped at */
+		cli_error(EXIT_USAGE, "%s: unknown flag or missing value near %s; see 'lume-metal help %s'", cmd, arg, cmd);
 	else if (c == ':')
 		cli_error(EXIT_USAGE, "%s: -%c needs a value", cmd, optopt);
 	else
