@@ -1,24 +1,278 @@
 /* cli: helpers shared by main.c and the cmd_*.c files. */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <errno.h>
+#include <netdb.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "cli.h"
+
+/* Terminal-safe text. Everything a guest, a Mac host, the ledger or a file sends back goes
+ * through here before a terminal: printed raw, "\033[2J\033]0;pwned\007" would clear the screen
+ * and retitle the window, and "\r\033[1A\033[2Kgood deployed" would rewrite an earlier line. */
+
+/* The length of the well-formed UTF-8 sequence at s (n bytes there), its code point in *cp;
+ * 0 when s starts no such sequence (a stray, overlong, surrogate or out-of-range encoding). */
+static size_t
+utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+	    s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+
+	if (len == 0 || n < len)
+		return 0;
+	*cp = s[0] & (0x7fu >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = *cp << 6 | (s[i] & 0x3fu);
+	}
+	if ((len == 3 && *cp < 0x800) || (len == 4 && (*cp < 0x10000 || *cp > 0x10ffff)) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* A code point a terminal acts on or that reorders what it shows: the C1 controls U+0080..U+009F
+ * (U+009B is CSI) and the bidirectional embeddings, overrides and isolates. */
+static int
+unsafe_cp(uint32_t cp)
+{
+	return cp <= 0x9f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* Appends n bytes of s to b: printable ASCII and well-formed UTF-8 as they are; \n (unless
+ * keep_nl), \r and \t as those two characters; every other C0 control, DEL, a C1 control or
+ * bidi override (each of its bytes) and a byte that is not UTF-8 as \xNN. */
+static int
+escape(lm_buf *b, const char *s, size_t n, int keep_nl)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t run = i, len;
+		uint32_t cp;
+
+		while (run < n && p[run] >= 0x20 && p[run] < 0x7f)
+			run++;
+		if (run > i && lm_buf_add(b, p + i, run - i) != 0)
+			return -1;
+		if ((i = run) >= n)
+			break;
+		if ((len = utf8_seq(p + i, n - i, &cp)) > 0 && !unsafe_cp(cp)) {
+			if (lm_buf_add(b, p + i, len) != 0)
+				return -1;
+			i += len;
+			continue;
+		}
+		for (size_t k = 0, end = len ? len : 1; k < end; k++, i++) {
+			int c = p[i];
+
+			if (c == '\n' && keep_nl ? lm_buf_add(b, "\n", 1) :
+			    c == '\n' ? lm_buf_add(b, "\\n", 2) : c == '\r' ? lm_buf_add(b, "\\r", 2) :
+			    c == '\t' ? lm_buf_add(b, "\\t", 2) : lm_buf_addf(b, "\\x%02x", (unsigned)c))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* One conversion of a cli_printf format into b; *fmt is past the '%' and is moved past the
+ * conversion. Strings (%s, %c) are escaped, precision counting the bytes taken from the
+ * argument and width the escaped bytes written; numbers are formatted as printf does. */
+static int
+convert(lm_buf *b, const char **fmt, va_list *ap)
+{
+	const char *p = *fmt, *fl = p;
+	char spec[64], len[3] = "";
+	int width = -1, prec = -1, left;
+	size_t nfl = strspn(p, "-+ #0");
+
+	left = memchr(fl, '-', nfl) != NULL;
+	p += nfl;
+	if (*p == '*') {
+		width = va_arg(*ap, int);
+		if (width < 0)
+			left = 1, width = -width;
+		p++;
+	} else
+		for (width = 0; *p >= '0' && *p <= '9' && width < 100000; p++)
+			width = width * 10 + (*p - '0');
+	if (*p == '.') {
+		p++;
+		if (*p == '*') {
+			prec = va_arg(*ap, int);
+			p++;
+		} else
+			for (prec = 0; *p >= '0' && *p <= '9' && prec < 100000; p++)
+				prec = prec * 10 + (*p - '0');
+	}
+	if (*p != '\0' && strchr("hljztL", *p)) {
+		len[0] = *p++;
+		if ((len[0] == 'h' || len[0] == 'l') && *p == len[0])
+			len[1] = *p++;
+	}
+	if (*p == '\0' || nfl > 5)
+		return -1;
+	*fmt = p + 1;
+	if (*p == '%')
+		return lm_buf_add(b, "%", 1);
+	if (*p == 's' || *p == 'c') {
+		char ch;
+		const char *s;
+		size_t n, at = b->len, w;
+
+		if (*p == 'c') {
+			ch = (char)va_arg(*ap, int);
+			s = &ch, n = 1;
+		} else {
+			s = va_arg(*ap, const char *);
+			if (s == NULL)
+				s = "(null)";
+			n = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
+		}
+		if (escape(b, s, n, 0) != 0)
+			return -1;
+		if ((w = b->len - at) >= (size_t)(width > 0 ? width : 0))
+			return 0;
+		for (size_t k = w; k < (size_t)width; k++)
+			if (lm_buf_add(b, " ", 1) != 0)
+				return -1;
+		if (!left) { /* right-aligned: the padding goes before the text */
+			memmove(b->data + b->len - w, b->data + at, w);
+			memset(b->data + at, ' ', (size_t)width - w);
+		}
+		return 0;
+	}
+	/* A number: printf itself, with the width and precision written out. */
+	{
+		char w[16] = "", pr[16] = "";
+
+		if (width > 0)
+			snprintf(w, sizeof w, "%d", width);
+		if (prec >= 0)
+			snprintf(pr, sizeof pr, ".%d", prec);
+		snprintf(spec, sizeof spec, "%%%s%.*s%s%s%s%c", left && memchr(fl, '-', nfl) == NULL ? "-" : "",
+		    (int)nfl, fl, w, pr, len, *p);
+	}
+	switch (*p) {
+	case 'd': case 'i':
+		return !*len || *len == 'h' ? lm_buf_addf(b, spec, va_arg(*ap, int)) :
+		    strcmp(len, "l") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, long)) :
+		    strcmp(len, "ll") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, long long)) :
+		    *len == 'j' ? lm_buf_addf(b, spec, va_arg(*ap, intmax_t)) :
+		    *len == 'z' ? lm_buf_addf(b, spec, va_arg(*ap, ssize_t)) :
+		    *len == 't' ? lm_buf_addf(b, spec, va_arg(*ap, ptrdiff_t)) : -1;
+	case 'u': case 'o': case 'x': case 'X':
+		return !*len || *len == 'h' ? lm_buf_addf(b, spec, va_arg(*ap, unsigned)) :
+		    strcmp(len, "l") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, unsigned long)) :
+		    strcmp(len, "ll") == 0 ? lm_buf_addf(b, spec, va_arg(*ap, unsigned long long)) :
+		    *len == 'j' ? lm_buf_addf(b, spec, va_arg(*ap, uintmax_t)) :
+		    *len == 'z' ? lm_buf_addf(b, spec, va_arg(*ap, size_t)) :
+		    *len == 't' ? lm_buf_addf(b, spec, va_arg(*ap, ptrdiff_t)) : -1;
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		return *len == 'L' ? lm_buf_addf(b, spec, va_arg(*ap, long double)) :
+		    lm_buf_addf(b, spec, va_arg(*ap, double));
+	case 'p':
+		return lm_buf_addf(b, "%p", va_arg(*ap, void *));
+	}
+	return -1; /* %n and the rest: never used by the CLI */
+}
+
+/* fmt with its arguments into b, every string argument escaped. */
+static int
+vformat(lm_buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	int rc = 0;
+
+	va_copy(aq, ap);
+	while (*fmt && rc == 0) {
+		size_t n = strcspn(fmt, "%");
+
+		if (n > 0)
+			rc = lm_buf_add(b, fmt, n);
+		fmt += n;
+		if (*fmt == '%' && rc == 0) {
+			fmt++;
+			rc = convert(b, &fmt, &aq);
+		}
+	}
+	va_end(aq);
+	return rc;
+}
+
+static int
+put(FILE *f, const lm_buf *b, int rc)
+{
+	if (rc == 0 && b->len > 0 && fwrite(b->data, 1, b->len, f) != b->len)
+		rc = -1;
+	return rc == 0 ? (int)b->len : -1;
+}
+
+int
+cli_printf(const char *fmt, ...)
+{
+	lm_buf b = {0};
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = put(stdout, &b, vformat(&b, fmt, ap));
+	va_end(ap);
+	lm_buf_free(&b);
+	return rc;
+}
+
+int
+cli_bprintf(lm_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vformat(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+cli_text(FILE *f, const char *s, int keep_nl)
+{
+	lm_buf b = {0};
+	int rc = put(f, &b, s ? escape(&b, s, strlen(s), keep_nl) : 0);
+
+	lm_buf_free(&b);
+	return rc;
+}
+
+int
+cli_escape(lm_buf *out, const char *s)
+{
+	return escape(out, s, strlen(s), 0);
+}
 
 int
 cli_error(int code, const char *fmt, ...)
 {
+	lm_buf b = {0};
 	va_list ap;
+	int rc;
 
-	fputs("lume-metal: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = lm_buf_add(&b, "lume-metal: ", 12) == 0 ? vformat(&b, fmt, ap) : -1;
 	va_end(ap);
-	fputc('\n', stderr);
+	if (rc == 0)
+		rc = lm_buf_add(&b, "\n", 1);
+	put(stderr, &b, rc);
+	lm_buf_free(&b);
 	return code;
 }
 
@@ -30,21 +284,95 @@ cli_fail(int rc, const char *err)
 	return cli_error(code, "%s", err);
 }
 
+/* Levenshtein distance of a and b (a flag name: short), with a swap of two neighbours as one
+ * edit; SIZE_MAX beyond 63 characters. */
+static size_t
+edits(const char *a, size_t la, const char *b)
+{
+	size_t lb = strlen(b), d[64][64];
+
+	if (la >= 64 || lb >= 64)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* Why getopt_long refused the long flag arg ("--name" or "--name=value"), printed. */
+static void
+bad_long(const char *cmd, const char *arg, const struct option *longopts, int missing)
+{
+	const char *name = arg + 2, *best = NULL, *match[3];
+	size_t n = strcspn(name, "="), bestd = SIZE_MAX, nmatch = 0;
+	const struct option *exact = NULL;
+
+	for (const struct option *o = longopts; o->name; o++) {
+		size_t d = edits(name, n, o->name);
+
+		if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
+			exact = o;
+		else if (n > 0 && strncmp(o->name, name, n) == 0 && nmatch < 3)
+			match[nmatch++] = o->name;
+		if (d < bestd)
+			bestd = d, best = o->name;
+	}
+	if (missing || (exact && exact->has_arg == required_argument && name[n] == '\0'))
+		cli_error(EXIT_USAGE, "%s: --%.*s needs a value", cmd, (int)n, name);
+	else if (exact && name[n] == '=')
+		cli_error(EXIT_USAGE, "%s: --%.*s takes no value", cmd, (int)n, name);
+	else if (nmatch > 1)
+		cli_error(EXIT_USAGE, "%s: --%.*s is ambiguous: --%s, --%s%s", cmd, (int)n, name, match[0], match[1],
+		    nmatch > 2 ? ", ..." : "");
+	else if (best && bestd <= (n / 3 > 1 ? n / 3 : 1))
+		cli_error(EXIT_USAGE, "%s: unknown flag --%.*s; did you mean --%s?", cmd, (int)n, name, best);
+	else
+		cli_error(EXIT_USAGE, "%s: unknown flag --%.*s; see 'lume-metal help %s'", cmd, (int)n, name, cmd);
+}
+
 int
 cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts)
 {
-	int idx = 0, c;
+	char so[64];
+	const char *arg;
+	int idx = 0, c, isl = 0;
 
+	/* The leading ':' makes a missing value ':' rather than '?'. */
+	if (lm_fmt(so, sizeof so, ":%s", shortopts) < 0)
+		return cli_error(EXIT_USAGE, "%s: too many short flags", cmd), '?';
 	opterr = 0;
-	c = getopt_long(argc, argv, shortopts, longopts, &idx);
-	if (c == '?') {
-		if (optopt)
-			cli_error(EXIT_USAGE, "%s: unknown flag or missing value: -%c", cmd, optopt);
-		else
-			cli_error(EXIT_USAGE, "%s: unknown flag or missing value: %s", cmd, argv[optind - 1]);
-	} else if (c == ':')
-		c = '?';
-	return c;
+	c = getopt_long(argc, argv, so, longopts, &idx);
+	if (c != '?' && c != ':')
+		return c;
+	/* A long flag's error leaves optind past it; a short one's, in a cluster (-xy), may not. */
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
+		isl = optopt == 0;
+		for (const struct option *o = longopts; !isl && o->name; o++)
+			isl = o->val == optopt && strncmp(o->name, arg + 2, strcspn(arg + 2, "=")) == 0;
+	}
+	if (isl)
+		bad_long(cmd, arg, longopts, c == ':');
+	else if (optopt == 0 || optopt > 0x7f) /* not a short flag: say what getopt stopped at */
+		cli_error(EXIT_USAGE, "%s: unknown flag or missing value near %s; see 'lume-metal help %s'", cmd, arg, cmd);
+	else if (c == ':')
+		cli_error(EXIT_USAGE, "%s: -%c needs a value", cmd, optopt);
+	else
+		cli_error(EXIT_USAGE, "%s: unknown flag -%c; see 'lume-metal help %s'", cmd, optopt, cmd);
+	return '?';
 }
 
 const char *
@@ -76,8 +404,8 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 		cJSON_Delete(o);
 		return;
 	}
-	printf("%s  %s\n", p->sha256, path);
-	printf("# %s payload %s: target %s, profile %s, workload %s, %d files, %ju bytes\n",
+	cli_printf("%s  %s\n", p->sha256, path);
+	cli_printf("# %s payload %s: target %s, profile %s, workload %s, %d files, %ju bytes\n",
 	    p->placeholders ? "PLACEHOLDER" : "ok", p->version, p->target, p->profile, p->workload,
 	    p->nfiles, (uintmax_t)p->size);
 }
@@ -183,8 +511,49 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 }
 
 int
+cli_state_check(const char *state, const char *cmd)
+{
+	struct stat st;
+
+	if (stat(state, &st) == 0 ? !S_ISDIR(st.st_mode) : errno == ENOTDIR)
+		return cli_error(EXIT_USAGE, "%s: --state %s: not a directory", cmd, state);
+	return EXIT_OK;
+}
+
+int
+cli_host_check(const char *spec, const char *cmd)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	guest_target *t;
+	struct stat st;
+	char err[LM_ERRLEN];
+	int rc;
+
+	if (stat(spec, &st) != 0 || !S_ISREG(st.st_mode))
+		return EXIT_OK;
+	if (strchr(spec, '/') != NULL || guest_target_host(&t, spec, "lume", err) != LM_OK)
+		return cli_error(EXIT_USAGE, "%s: --host %s: that is a file, not user@addr[:port]; did you mean "
+		    "--hosts %s?", cmd, spec, spec);
+	rc = getaddrinfo(t->host, NULL, &hints, &ai);
+	guest_target_free(t);
+	if (ai != NULL)
+		freeaddrinfo(ai);
+	if (rc != 0)
+		return cli_error(EXIT_USAGE, "%s: --host %s: no host has that name, but a file does; did you mean "
+		    "--hosts %s?", cmd, spec, spec);
+	return EXIT_OK;
+}
+
+int
 cli_conn_check(cli_conn *c, int nvms, const char *cmd)
 {
+	int rc;
+
+	if ((rc = cli_state_check(c->state, cmd)) != EXIT_OK)
+		return rc;
+	for (size_t i = 0; i < c->nhosts; i++)
+		if ((rc = cli_host_check(c->hosts[i], cmd)) != EXIT_OK)
+			return rc;
 	if (c->all && (nvms > 0 || c->nhosts > 0))
 		return cli_error(EXIT_USAGE, "%s: --all takes no VM names or --host", cmd);
 	if (!c->all && nvms == 0 && c->nhosts == 0 && c->hosts_file == NULL)
@@ -251,7 +620,30 @@ void
 cli_print_json(const cJSON *v)
 {
 	char *s = cJSON_PrintUnformatted(v);
+	const unsigned char *p = (const unsigned char *)(s ? s : "null");
+	size_t n = strlen((const char *)p);
+	lm_buf b = {0};
+	int rc = 0;
 
-	printf("%s\n", s ? s : "null");
+	/* Bytes over 0x7e are only inside JSON strings, where \uXXXX means the same. */
+	for (size_t i = 0; i < n && rc == 0;) {
+		size_t run = i, len;
+		uint32_t cp;
+
+		while (run < n && p[run] < 0x7f)
+			run++;
+		rc = lm_buf_add(&b, p + i, run - i);
+		if ((i = run) >= n || rc != 0)
+			break;
+		if ((len = utf8_seq(p + i, n - i, &cp)) > 0 && !unsafe_cp(cp))
+			rc = lm_buf_add(&b, p + i, len);
+		else
+			rc = lm_buf_addf(&b, "\\u%04x", len ? (unsigned)cp : p[i] == 0x7f ? 0x7fu : 0xfffdu);
+		i += len ? len : 1;
+	}
+	if (rc == 0)
+		rc = lm_buf_add(&b, "\n", 1);
+	put(stdout, &b, rc);
+	lm_buf_free(&b);
 	free(s);
 }

@@ -3,6 +3,7 @@
 #define LM_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 
 #include "deploy.h"
 #include "fleet.h"
@@ -23,7 +24,31 @@ typedef struct {
 
 const cli_command *cli_find(const char *name);
 
-/* Prints "lume-metal: MSG" to stderr and returns code (git's error() habit). */
+/* Terminal-safe output. Every string that came from a guest, a Mac host, the ledger or a file
+ * goes to the terminal through these, never through printf's own %s: printable ASCII and
+ * well-formed UTF-8 pass; \n, \r and \t become those two characters (a newline in a field would
+ * fake a line); every other C0 control, DEL, the C1 controls U+0080..U+009F, the bidi overrides
+ * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
+ * byte (ESC is \x1b). */
+
+/* printf to stdout where every %s and %c argument is escaped; width and precision work as in
+ * printf (precision counts bytes of the argument, width bytes of the escaped text). The format
+ * itself is trusted and written as it is, control characters and all. Supports the conversions
+ * of C11 printf except %n; returns the bytes written, or -1. */
+int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same, appended to b (a table built before it is printed); 0, or -1. */
+int cli_bprintf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes s escaped to f; with keep_nl, newlines pass (a rendered table of several lines, whose
+ * fields must hold none). Returns the bytes written, or -1. */
+int cli_text(FILE *f, const char *s, int keep_nl);
+
+/* Appends s escaped to out; 0, or -1 when out of memory. */
+int cli_escape(lm_buf *out, const char *s);
+
+/* Prints "lume-metal: MSG" to stderr, its string arguments escaped as cli_printf does, and
+ * returns code (git's error() habit). */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Maps a module's error code to the design's exit code, printing err. */
@@ -32,14 +57,19 @@ int cli_fail(int rc, const char *err);
 /* Prints the usage of a command to stdout (help) and returns 0. */
 int cli_help(const char *name);
 
-/* getopt_long with the house rules: "-h/--help" prints help, an unknown flag is exit 2.
+/* getopt_long with the house rules (main.c has already turned CMD -h and CMD --help into help
+ * CMD): a bad flag is exit 2, and its reason names it: "--payload needs a value", "--json takes
+ * no value", "--p is ambiguous: ...", "unknown flag --paralel; did you mean --parallel?" (the
+ * nearest long flag of the command within a third of its length in edits), "unknown flag -x".
  * Returns the option, -1 at the end, or '?' after printing the reason. */
 int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
 
 /* Parses a whole number lo..hi for flag; prints the reason and returns -1, else 1. */
 int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out);
 
-/* Prints v as one line of JSON. */
+/* Prints v as one line of JSON. cJSON escapes C0 controls; this also writes DEL, the C1
+ * controls and the bidi overrides as \uXXXX (the same string to a JSON parser) and a byte that
+ * is not UTF-8 as \ufffd, so no JSON line acts on a terminal either. */
 void cli_print_json(const cJSON *v);
 
 /* Where guest-payload/, manifests/ and build/ are: $LUME_METAL_DATADIR or the build tree. */
@@ -86,14 +116,22 @@ typedef struct {
 void cli_conn_init(cli_conn *c);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
 int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
-/* Checks the flags against the VM arguments; prints the reason and returns EXIT_USAGE. */
+/* Checks the flags against the VM arguments, --state and --host (cli_state_check,
+ * cli_host_check); prints the reason and returns EXIT_USAGE. */
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
+/* Input errors cli_conn_check finds, for the commands that do not call it. Each prints the
+ * reason and returns EXIT_USAGE, else EXIT_OK. --state that exists and is not a directory (or
+ * lies under a file); --host naming a regular file that is a path, is no user@addr[:port], or
+ * does not resolve (a hint at --hosts FILE). */
+int cli_state_check(const char *state, const char *cmd);
+int cli_host_check(const char *spec, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
  * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
  * line (or with --json one object) per VM in the order given. Then a summary by state and by
- * image version. Returns the exit code of deploy_exit_code (1 when the run stopped early). */
+ * image version. Returns the exit code of deploy_exit_code (1 when the run stopped early); no
+ * VM at all (--all, or --hosts FILE, listing none) is exit 0, said on stderr, and an empty summary. */
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *),
     deploy_opts *o, const char *cmd);
 

@@ -145,7 +145,7 @@ from_hosts(target_list *p, cli_conn *c, int nvms, char **vms, int *found)
 }
 
 static int
-targets(target_list *p, cli_conn *c, int nvms, char **vms, const char *cmd)
+targets(target_list *p, cli_conn *c, int nvms, char **vms)
 {
 	char err[LM_ERRLEN];
 	int rc;
@@ -193,11 +193,7 @@ targets(target_list *p, cli_conn *c, int nvms, char **vms, const char *cmd)
 			lume_vm_free(all[i]);
 		}
 		free(all);
-		if (p->n == 0)
-			return cli_error(EXIT_SOMEFAIL, "%s --all: lume lists no VMs", cmd);
 	}
-	if (p->n + p->nextra == 0)
-		return cli_error(EXIT_SOMEFAIL, "%s: %s lists no VMs", cmd, c->hosts_file ? c->hosts_file : "the command");
 	return EXIT_OK;
 }
 
@@ -240,7 +236,7 @@ count(cJSON *obj, const char *name, int delta)
 static void
 print_line(const cJSON *res)
 {
-	printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
+	cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
 }
 
 /* Live output on a TTY: one line per finished VM and a progress line beneath them. */
@@ -267,7 +263,7 @@ progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 	(void)n;
 	printf("[%zu/%zu]", l->base + done, l->total);
 	for (const cJSON *it = l->states->child; it; it = it->next)
-		printf(" %s %d", it->string, (int)it->valuedouble);
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
 	printf(" | %.1fs elapsed", el);
 	if (done > 0 && l->base + done < l->total)
 		printf(", ETA %.0fs", el / (double)done * (double)(l->total - l->base - done));
@@ -303,11 +299,11 @@ print_summary(cJSON **res, size_t n, int json, double secs)
 	}
 	printf("# %zu VM(s):", n);
 	for (const cJSON *it = states->child; it; it = it->next)
-		printf(" %s %d", it->string, (int)it->valuedouble);
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
 	printf(" (%.1fs)\n", secs);
 	for (const cJSON *im = images->child; im; im = im->next)
 		for (const cJSON *it = im->child; it; it = it->next)
-			printf("#   %-52s %-18s %d\n", im->string, it->string, (int)it->valuedouble);
+			cli_printf("#   %-52s %-18s %d\n", im->string, it->string, (int)it->valuedouble);
 	cJSON_Delete(states);
 	cJSON_Delete(images);
 }
@@ -328,9 +324,14 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	o->ssh = c->ssh;
 	o->timeout_s = c->timeout_s;
 	o->wait_s = c->wait_s;
-	if ((rc = targets(&p, c, nvms, vms, cmd)) != EXIT_OK)
+	if ((rc = targets(&p, c, nvms, vms)) != EXIT_OK)
 		goto done;
 	all = p.n + p.nextra;
+	if (all == 0) { /* nothing to do is no failure: exit 0, saying so, and an empty summary */
+		rc = cli_error(EXIT_OK, "%s: no VMs: %s lists none", cmd, c->hosts_file ? c->hosts_file : "lume ls");
+		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000);
+		goto done;
+	}
 	if ((results = calloc(all, sizeof *results)) == NULL) {
 		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
 		goto done;

@@ -64,6 +64,9 @@ cmd_bench(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "bench: takes exactly one VM (a Lume name or --host user@addr[:port])");
 		goto done;
 	}
+	if ((rc = cli_state_check(conn.state, "bench")) != EXIT_OK ||
+	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "bench")) != EXIT_OK))
+		goto done;
 	{
 		guest_target *t = NULL;
 
@@ -89,8 +92,8 @@ cmd_bench(int argc, char **argv)
 		const cJSON *tab = cJSON_GetObjectItemCaseSensitive(res, "bench");
 
 		if (tab && bench_render(&text, tab, BENCH_TEXT, NULL, err) == LM_OK)
-			fputs(text.data, stdout);
-		printf("%s: %s%s%s\n", cJSON_GetObjectItemCaseSensitive(res, "vm")->valuestring,
+			cli_text(stdout, text.data, 1);
+		cli_printf("%s: %s%s%s\n", cJSON_GetObjectItemCaseSensitive(res, "vm")->valuestring,
 		    cJSON_GetObjectItemCaseSensitive(res, "state")->valuestring, cJSON_IsString(msg) ? ": " : "",
 		    cJSON_IsString(msg) ? msg->valuestring : "");
 	}

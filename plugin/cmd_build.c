@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "payload.h"
 
@@ -17,6 +19,7 @@ cmd_build(int argc, char **argv)
 	payload_build_opts o = {.datadir = cli_datadir(), .target = "macos", .workload = "llama-server"};
 	char err[LM_ERRLEN], defout[64];
 	payload_info *info;
+	struct stat st;
 	int c, json = 0, rc;
 
 	while ((c = cli_getopt(argc, argv, "build", "o:", opts)) != -1) {
@@ -31,6 +34,9 @@ cmd_build(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_error(EXIT_USAGE, "build: unexpected argument '%s'", argv[optind]);
+	if (o.out != NULL && stat(o.out, &st) == 0 && S_ISDIR(st.st_mode))
+		return cli_error(EXIT_USAGE, "build: -o %s: is a directory; -o names the file to write "
+		    "(e.g. DIR/lume-metal-%s.tar.gz)", o.out, o.target);
 	if (o.out == NULL) {
 		snprintf(defout, sizeof defout, "lume-metal-%s.tar.gz", o.target);
 		o.out = defout;

@@ -109,15 +109,15 @@ remote_status(const cli_conn *conn)
 		if (conn->json)
 			cli_print_json(out[i]);
 		else if (strcmp(state, "ok") != 0)
-			printf("%s: %s: %s\n", hv[i]->name, state,
+			cli_printf("%s: %s: %s\n", hv[i]->name, state,
 			    cJSON_GetObjectItemCaseSensitive(out[i], "message")->valuestring);
 		else {
 			const cJSON *running = cJSON_GetObjectItemCaseSensitive(out[i], "running"), *it;
 
-			printf("%s: %s %s: %s; VM slots in use: %d of %d", hv[i]->name, HOST_DOMAIN, HOST_KEY,
+			cli_printf("%s: %s %s: %s; VM slots in use: %d of %d", hv[i]->name, HOST_DOMAIN, HOST_KEY,
 			    val->valuestring, cJSON_GetArraySize(running), HOST_VM_SLOTS);
 			cJSON_ArrayForEach(it, running)
-				printf("%s%s", it == running->child ? " (" : ", ", it->valuestring);
+				cli_printf("%s%s", it == running->child ? " (" : ", ", it->valuestring);
 			printf("%s\n", running->child ? ")" : "");
 		}
 		cJSON_Delete(out[i]);
@@ -164,6 +164,10 @@ cmd_host(int argc, char **argv)
 		cli_conn_free(&conn);
 		return cli_error(EXIT_USAGE, "host: takes --hosts FILE for Mac hosts, not --host or --all");
 	}
+	if ((rc = cli_state_check(conn.state, "host")) != EXIT_OK) {
+		cli_conn_free(&conn);
+		return rc;
+	}
 	if (conn.hosts_file != NULL) {
 		if (strcmp(verb, "status") != 0) {
 			cli_conn_free(&conn);
@@ -202,7 +206,7 @@ cmd_host(int argc, char **argv)
 
 			printf("restart these running VMs to see the change (lume stop, then lume run):");
 			cJSON_ArrayForEach(it, vms)
-				printf(" %s", it->valuestring);
+				cli_printf(" %s", it->valuestring);
 			printf("\n");
 		} else if (strcmp(verb, "status") != 0)
 			printf("no running VM needs a restart%s\n",

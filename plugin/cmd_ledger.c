@@ -21,39 +21,25 @@ s(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* v for a terminal: any byte outside printable ASCII as '?', at most 200 bytes. One of a few
- * buffers, reused in turn: enough for one printf. */
-static const char *
-tty(const char *v)
-{
-	static char buf[8][204];
-	static int next;
-	char *b = buf[next++ % 8];
-	size_t i = 0;
-
-	for (; v[i] && i < 200; i++)
-		b[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
-	b[i] = '\0';
-	if (v[i])
-		memcpy(b + 197, "...", 4);
-	return b;
-}
-
-/* A CSV field: quoted when it holds a comma, quote or newline. */
+/* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
+ * holds a comma or a quote. */
 static void
 csv(const char *v, int last)
 {
-	if (strpbrk(v, ",\"\n") != NULL) {
+	lm_buf e = {0};
+
+	if (cli_escape(&e, v) == 0 && e.data != NULL && strpbrk(e.data, ",\"") != NULL) {
 		putchar('"');
-		for (; *v; v++) {
-			if (*v == '"')
+		for (const char *p = e.data; *p; p++) {
+			if (*p == '"')
 				putchar('"');
-			putchar(*v);
+			putchar(*p);
 		}
 		putchar('"');
-	} else
-		fputs(v, stdout);
+	} else if (e.data != NULL)
+		fputs(e.data, stdout);
 	putchar(last ? '\n' : ',');
+	lm_buf_free(&e);
 }
 
 static int
@@ -73,15 +59,14 @@ each(const cJSON *doc, const char *path, void *ctx)
 		return 0;
 	}
 	if (w->mode == 's')
-		printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", tty(s(key, "image")), tty(s(key, "guestOS")),
-		    tty(s(key, "guestBuild")), tty(s(key, "guestModel")), tty(s(key, "hostChip")), tty(s(key, "hostBuild")),
-		    path);
+		cli_printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
+		    s(key, "guestModel"), s(key, "hostChip"), s(key, "hostBuild"), path);
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
 		if (w->mode == 's') {
-			printf("    %s  %-8s %-12s %-24s %.12s %s\n", tty(s(r, "time")), tty(s(r, "kind")), tty(verdict),
-			    tty(s(r, "vm")), tty(s(r, "payloadSha256")), tty(s(r, "profile")));
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
+			    s(r, "payloadSha256"), s(r, "profile"));
 			continue;
 		}
 		csv(s(key, "image"), 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
@@ -149,6 +134,8 @@ cmd_ledger(int argc, char **argv)
 		default: return EXIT_USAGE;
 		}
 	}
+	if ((rc = cli_state_check(conn.state, "ledger")) != EXIT_OK)
+		return rc;
 	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
 		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
 	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
@@ -166,7 +153,7 @@ cmd_ledger(int argc, char **argv)
 	if (w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
-		printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
+		cli_printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
 		    conn.state);
 	cJSON_Delete(w.all);
 	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);

@@ -34,30 +34,41 @@ num(const cJSON *o, const char *k)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* A CSV field into b, quoted when it holds a comma, quote or newline. */
+/* A CSV field into b, escaped as cli_printf escapes it (so it holds no newline), and quoted
+ * when it holds a comma or a quote. */
 static void
 csv(lm_buf *b, const char *v)
 {
-	if (strpbrk(v, ",\"\n\r") == NULL) {
-		lm_buf_addf(b, "%s,", v);
-		return;
+	lm_buf e = {0};
+
+	if (cli_escape(&e, v) != 0 || e.data == NULL)
+		lm_buf_add(b, ",", 1);
+	else if (strpbrk(e.data, ",\"") == NULL)
+		lm_buf_addf(b, "%s,", e.data);
+	else {
+		lm_buf_add(b, "\"", 1);
+		for (const char *p = e.data; *p; p++) {
+			if (*p == '"')
+				lm_buf_add(b, "\"", 1);
+			lm_buf_add(b, p, 1);
+		}
+		lm_buf_add(b, "\",", 2);
 	}
-	lm_buf_add(b, "\"", 1);
-	for (; *v; v++) {
-		if (*v == '"')
-			lm_buf_add(b, "\"", 1);
-		lm_buf_add(b, v, 1);
-	}
-	lm_buf_add(b, "\",", 2);
+	lm_buf_free(&e);
 }
 
+/* A Markdown cell into b, escaped, its pipes as \|. */
 static void
 md(lm_buf *b, const char *v)
 {
+	lm_buf e = {0};
+
 	lm_buf_add(b, "| ", 2);
-	for (; *v; v++)
-		lm_buf_add(b, *v == '|' ? "\\|" : v, *v == '|' ? 2 : 1);
+	if (cli_escape(&e, v) == 0 && e.data != NULL)
+		for (const char *p = e.data; *p; p++)
+			lm_buf_add(b, *p == '|' ? "\\|" : p, *p == '|' ? 2 : 1);
 	lm_buf_add(b, " ", 1);
+	lm_buf_free(&e);
 }
 
 static void
@@ -110,7 +121,7 @@ each(const cJSON *doc, const char *path, void *ctx)
 				cell(ho, sizeof ho, num(cJSON_GetObjectItemCaseSensitive(x, "host"), "median"), "");
 				cell(ra, sizeof ra, num(x, "guest_ratio"), "x");
 				cell(pc, sizeof pc, num(x, "shim_to_host_percent"), "%");
-				lm_buf_addf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", s(key, "image"),
+				cli_bprintf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", s(key, "image"),
 				    guest, s(r, "time"), *s(r, "vm") ? s(r, "vm") : "-", s(t, "workload"), s(x, "test"), st, sh, ho,
 				    cJSON_IsFalse(eff) ? "no effect" : ra, pc);
 			}
@@ -175,9 +186,9 @@ report_ledger(const char *state, const char *image, int form)
 	if (form == FORM_JSON)
 		cli_print_json(w.all);
 	else if (w.records == 0 && form == FORM_TEXT)
-		printf("no bench records%s%s under %s/ledger\n", image ? " for " : "", image ? image : "", state);
+		cli_printf("no bench records%s%s under %s/ledger\n", image ? " for " : "", image ? image : "", state);
 	else if (w.out.data)
-		fputs(w.out.data, stdout);
+		cli_text(stdout, w.out.data, 1);
 	cJSON_Delete(w.all);
 	lm_buf_free(&w.out);
 	return EXIT_OK;
@@ -225,6 +236,8 @@ cmd_report(int argc, char **argv)
 	if (ledger) {
 		if (argc - optind != 0)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
+		if ((rc = cli_state_check(conn.state, "report")) != EXIT_OK)
+			return rc;
 		return report_ledger(conn.state, image, form);
 	}
 	if (image)
@@ -259,14 +272,7 @@ cmd_report(int argc, char **argv)
 		goto done;
 	}
 	if (form == FORM_JSON) {
-		char *text = cJSON_PrintUnformatted(table);
-
-		if (text == NULL) {
-			rc = cli_error(EXIT_SOMEFAIL, "report: out of memory");
-			goto done;
-		}
-		printf("%s\n", text);
-		free(text);
+		cli_print_json(table);
 	} else {
 		if (form == FORM_CSV)
 			lm_buf_addf(&out, "%s\n", BENCH_CSV_HEADER);
@@ -277,7 +283,7 @@ cmd_report(int argc, char **argv)
 			rc = cli_fail(rc, err);
 			goto done;
 		}
-		fputs(out.data, stdout);
+		cli_text(stdout, out.data, 1);
 	}
 	rc = EXIT_OK;
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(table, "shim_effective")))

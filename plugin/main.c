@@ -23,7 +23,8 @@
 	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
 	"      --port N            SSH port of Lume VMs (default 22)\n" \
 	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
-	"      --all               every VM that `lume ls` lists\n" \
+	"      --all               every VM that `lume ls` lists (none: says so on stderr, prints an empty\n" \
+	"                          summary and exits 0, as with --hosts FILE whose hosts list none)\n" \
 	"      --hosts FILE        Mac hosts (user@host[:port] lines, or JSON as manifests/hosts.example.json):\n" \
 	"                          the VMs each one's `lume ls` lists (VM names filter them), reached through\n" \
 	"                          that host's one SSH session (direct-tcpip, as ProxyJump); -u is the user of\n" \
@@ -224,9 +225,9 @@ main(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unknown flag '%s'; see 'lume-metal --help'", argv[1]);
 	if ((c = cli_find(argv[1])) == NULL)
 		return cli_error(EXIT_USAGE, "'%s' is not a lume-metal command; see 'lume-metal --help'", argv[1]);
-	/* CMD --help is help CMD. */
+	/* CMD --help and CMD -h are help CMD. */
 	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "--help") == 0)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			return cli_help(c->name);
 	if (c->fn == NULL)
 		return cli_error(EXIT_USAGE, "%s: not built yet (arrives with issue %s)", c->name, c->issue);

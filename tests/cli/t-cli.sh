@@ -15,7 +15,7 @@ check_rc "an unknown command is exit 2" 2 "$LM" frobnicate
 check_grep "... with a one-line reason" "^lume-metal: 'frobnicate' is not a lume-metal command" "$T/.out"
 if [ "$(wc -l <"$T/.out")" -eq 1 ]; then ok "... on one line"; else not_ok "... on one line"; fi
 check_rc "an unknown flag is exit 2" 2 "$LM" build --frob
-check_grep "... naming the flag" 'unknown flag or missing value: --frob' "$T/.out"
+check_grep "... naming the flag" 'build: unknown flag --frob; see' "$T/.out"
 check_rc "an unknown top-level flag is exit 2" 2 "$LM" --frob
 check_rc "help of an unknown command is exit 2" 2 "$LM" help frobnicate
 check_rc "bench without --model is a usage error" 2 "$LM" bench vm1

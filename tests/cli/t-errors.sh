@@ -1,0 +1,67 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
+# Honest CLI errors (issue 17, "Errors"): a flag's missing value names the flag, CMD -h is help,
+# a misspelt flag gets a suggestion, --host given a file hints at --hosts, a --state that is a
+# file and build -o DIR are input errors (exit 2), and --all with no VM says so (exit 0).
+. "$(dirname "$0")/../lib.sh"
+cd "$T" || exit 1
+
+# err NAME RC WANT CMD...: CMD exits RC and its stderr, one printable line, holds WANT.
+err() {
+	e_name=$1 e_rc=$2 e_want=$3; shift 3
+	check_rc "$e_name (exit $e_rc)" "$e_rc" "$@"
+	cp "$T/.out" "$T/err.out"
+	check_has "... says \"$e_want\"" "$e_want" "$T/err.out"
+	check "... on one printable line" sh -c '[ "$(wc -l <"$1")" -le 1 ] && ! LC_ALL=C grep -q "[^ -~]" "$1"' - "$T/err.out"
+}
+
+err "deploy g1 --payload" 2 "lume-metal: deploy: --payload needs a value" "$LM" deploy g1 --payload
+err "deploy g1 --parallel" 2 "lume-metal: deploy: --parallel needs a value" "$LM" deploy g1 --parallel
+err "status g1 --timeout" 2 "status: --timeout needs a value" "$LM" status g1 --timeout
+err "build -o" 2 "build: -o needs a value" "$LM" build -o
+err "bench g1 --model m -p" 2 "bench: -p needs a value" "$LM" bench g1 --model m -p
+err "a value for a flag that takes none" 2 "deploy: --json takes no value" "$LM" deploy g1 --json=yes
+err "an ambiguous prefix" 2 "deploy: --p is ambiguous: --password-file, --parallel" "$LM" deploy g1 --p 3
+
+for c in deploy status build verify ledger report host bench; do
+	check_rc "$c -h is help $c (exit 0)" 0 "$LM" "$c" -h
+	check_grep "... its usage" "^usage: lume-metal $c " "$T/.out"
+done
+check_rc "status --help after other flags (exit 0)" 0 "$LM" status g1 --all --help
+check_grep "... its usage" "^usage: lume-metal status " "$T/.out"
+
+err "a misspelt long flag" 2 "deploy: unknown flag --paralel; did you mean --parallel?" "$LM" deploy g1 --paralel 4
+err "... two letters swapped" 2 "build: unknown flag --traget; did you mean --target?" "$LM" build --traget linux-sim
+err "... with =VALUE" 2 "status: unknown flag --sate; did you mean --state?" "$LM" status g1 --sate="$T"
+err "... one letter too many in a short name" 2 "unknown flag --alll; did you mean --all?" "$LM" status --alll
+err "nothing near: no suggestion" 2 "deploy: unknown flag --frobnicate; see 'lume-metal help deploy'" \
+	"$LM" deploy g1 --frobnicate
+err "an unknown short flag" 2 "deploy: unknown flag -z; see" "$LM" deploy g1 -z
+
+printf 'lume@mac1.example\n' >"$T/macs.txt"
+err "--host given a hosts file's path" 2 "status: --host $T/macs.txt: that is a file, not user@addr[:port]; did you mean --hosts $T/macs.txt?" \
+	"$LM" status --host "$T/macs.txt"
+err "--host NAME that does not resolve, while a file NAME exists" 2 \
+	"status: --host macs.txt: no host has that name, but a file does; did you mean --hosts macs.txt?" \
+	"$LM" status --host macs.txt --timeout 2
+err "... bench too" 2 "did you mean --hosts macs.txt?" "$LM" bench --host macs.txt --model m
+
+printf 'x\n' >"$T/file"
+err "--state that is a file" 2 "status: --state $T/file: not a directory" "$LM" status g1 --state "$T/file"
+err "--state under a file" 2 "deploy: --state $T/file/s: not a directory" "$LM" deploy g1 --state "$T/file/s"
+err "ledger --state FILE" 2 "ledger: --state $T/file: not a directory" "$LM" ledger --state "$T/file"
+err "report --ledger --state FILE" 2 "report: --state $T/file: not a directory" "$LM" report --ledger --state "$T/file"
+err "host --state FILE" 2 "host: --state $T/file: not a directory" "$LM" host status --state "$T/file"
+mkdir "$T/out"
+err "build -o DIR" 2 "build: -o $T/out: is a directory; -o names the file to write" "$LM" build --target linux-sim -o "$T/out"
+check "... and writes nothing there" sh -c '[ -z "$(ls -A "$1")" ]' - "$T/out"
+
+mkdir "$T/lume"
+A() { LUME_SIM_DIR=$T/lume "$LM" "$@" --all --lume "$TOP/tests/lume-sim/lume" --state "$T/state" 2>"$T/err"; }
+check_rc "status --all when lume lists no VM (exit 0)" 0 A status
+check_has "... prints an empty summary" "# 0 VM(s):" "$T/.out"
+check_has "... and says why on stderr" "lume-metal: status: no VMs: lume ls lists none" "$T/err"
+check_rc "status --all --json when lume lists no VM (exit 0)" 0 A status --json
+check_grep "... one summary object with total 0" '^\{"summary":\{"total":0,' "$T/.out"
+check_rc "deploy --all when lume lists no VM (exit 0)" 0 A deploy --target linux-sim
+t_done

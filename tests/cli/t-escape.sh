@@ -1,0 +1,127 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# No byte from a guest, a Mac host, the ledger or a bench file reaches the terminal raw. A real
+# sshd guest whose simulated sysctl/sw_vers answer with escape sequences (LUME_METAL_SIM_HOSTILE)
+# and whose Lume name holds ESC, BEL, CR and a C1 control: the text output of deploy, status,
+# probe, ledger show/export, host status and report holds no ESC, BEL, CR, DEL, C1 control or
+# non-UTF-8 byte and shows the escaped form; --json still parses to the original strings.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../deploy/common.sh"
+
+# clean FILE: FILE is UTF-8 with no control character but newline and tab, and no C1 control.
+clean() {
+	python3 -c 'import re, sys
+b = open(sys.argv[1], "rb").read()
+try:
+    t = b.decode("utf-8")
+except UnicodeDecodeError as e:
+    sys.exit("%s: a byte that is not UTF-8 at %d" % (sys.argv[1], e.start))
+m = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", t)
+if m:
+    sys.exit("%s: raw %r at %d" % (sys.argv[1], m.group(), m.start()))' "$1"
+}
+# checks NAME FILE: FILE is clean and shows the guest's answers escaped.
+checks() {
+	check "$1: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$2"
+	check_has "... the version escaped" '26.5.2\x1b[2J\x1b]0;pwned\x07' "$2"
+}
+# py FILE CODE: python3 CODE (which asserts) with FILE's JSON lines as the list L.
+py() {
+	python3 -c "import json, sys
+L = [json.loads(l) for l in open(sys.argv[1], encoding='utf-8')]
+$2" "$1"
+}
+OS='26.5.2\u001b[2J\u001b]0;pwned\u0007'
+NAME='evil\u001b]0;pwned\u0007\u001b[1A\u001b[2K\rvm\u009b'
+
+guest g1 127.0.0.241 --env LUME_METAL_SIM_HOSTILE=1 || exit 1
+# The VM's Lume name: ESC, BEL, CR and U+009B (CSI), as lume ls prints it.
+sed "s/\"name\" : \"g1\"/\"name\" : \"$(printf '%s' "$NAME" | sed 's/\\/\\\\/g')\"/" "$LUME_SIM_DIR/g1.json" >"$T/vm.json" &&
+	mv "$T/vm.json" "$LUME_SIM_DIR/g1.json" || exit 1
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
+
+lm deploy --all --payload "$T/a.tar.gz" --accept-new >"$T/deploy.txt" 2>&1
+if grep -q ' deployed ' "$T/deploy.txt"; then ok "deploy to the hostile guest"; else
+	not_ok "deploy to the hostile guest"; sed 's/^/#   /' "$T/deploy.txt"; fi
+check "deploy: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/deploy.txt"
+check_has "... the VM name escaped" 'evil\x1b]0;pwned\x07\x1b[1A\x1b[2K\rvm\xc2\x9b' "$T/deploy.txt"
+check_has "... the summary's image label escaped" \
+	'(macOS 26.5.2\x1b[2J\x1b]0;pwned\x07 25F84\r\x1b[1A\x1b[2Kgood deployed)' "$T/deploy.txt"
+
+lm status --all >"$T/status.txt" 2>&1
+checks "status" "$T/status.txt"
+lm status --all --json >"$T/status.json" 2>&1
+check "status --json parses, with the original version and name" py "$T/status.json" "
+r = L[0]
+assert r['key']['guestOS'] == json.loads(r'\"$OS\"'), r['key']
+assert r['vm'] == json.loads(r'\"$NAME\"'), r['vm']
+assert r['guest']['model'] == 'VirtualMac2,1\x9b31m', r['guest']
+assert r['guest']['chip'].startswith('Apple M1 Ultra\t\x7f'), r['guest']"
+check "... and no line of it holds a raw control or C1 byte either" clean "$T/status.json"
+
+lm probe --all --payload "$T/a.tar.gz" >"$T/probe.txt" 2>&1
+check "probe: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/probe.txt"
+check_has "... the VM name escaped" 'evil\x1b]0;pwned\x07' "$T/probe.txt"
+
+L() { "$LM" ledger --state "$T/state" "$@"; }
+L show >"$T/ledger.txt" 2>&1
+checks "ledger show" "$T/ledger.txt"
+check_has "... the build escaped, not a rewritten line" '25F84\r\x1b[1A\x1b[2Kgood deployed' "$T/ledger.txt"
+L export >"$T/ledger.csv" 2>&1
+checks "ledger export" "$T/ledger.csv"
+
+# bench: the table's workload label is the guest's model file name, here with ESC and BEL in it.
+M=$T/g/g1/home/$(printf 'model\033]0;pwned\007.gguf')
+head -c 20000 /dev/urandom >"$M"
+lm bench g1 --model "$M" -r 3 >"$T/bench.txt" 2>&1
+check_grep "bench the hostile guest" ': benchmarked$' "$T/bench.txt"
+check "... no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/bench.txt"
+check_has "... the model's name escaped" 'model\x1b]0;pwned\x07.gguf' "$T/bench.txt"
+
+# On a terminal: the live lines carry the progress line's own \r\033[K, and nothing of the guest's.
+pty() { script -qec "$1" "$T/pty.out" >/dev/null 2>&1 </dev/null; }
+pty "'$LM' status --all --lume '$TOP/tests/lume-sim/lume' --port $PORT -u '$ME' -i '$T/id_ed25519' --known-hosts '$T/known_hosts' --state '$T/state'"
+check "status on a terminal: none of the guest's sequences raw" sh -c '! grep -q "$(printf "\\033\\\\]0;\\|\\033\\\\[2J\\|\\033\\\\[1A")" "$1"' - "$T/pty.out"
+check_has "... but escaped" '26.5.2\x1b[2J\x1b]0;pwned\x07' "$T/pty.out"
+
+# A Mac host whose lume lists the hostile VM: host status names it escaped.
+mkdir -p "$T/g/mac1" "$T/lume-mac1"
+cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/mac1/"
+t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/mac1'"
+sh "$TOP/tests/sshd.sh" start "$T/g/mac1" 127.0.0.242 "$PORT" --path "$TOP/tests/lume-sim" \
+	--env "LUME_SIM_DIR=$T/lume-mac1" || exit 1
+cp "$LUME_SIM_DIR/g1.json" "$T/lume-mac1/g1.json"
+printf '%s@127.0.0.242:%s\n' "$ME" "$PORT" >"$T/hosts"
+lm host status --hosts "$T/hosts" --accept-new >"$T/host.txt" 2>&1
+check "host status: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/host.txt"
+check_has "... the running VM's name escaped" '(evil\x1b]0;pwned\x07\x1b[1A\x1b[2K\rvm\xc2\x9b)' "$T/host.txt"
+lm host status --hosts "$T/hosts" --json >"$T/host.json" 2>&1
+check "host status --json parses, with the original name" py "$T/host.json" "
+assert L[0]['running'] == [json.loads(r'\"$NAME\"')], L[0]"
+
+# Errors that carry what a file said (stderr): a hosts file line holding escape sequences.
+printf 'evil\033[2J@mac:port\033]0;pwned\007\n' >"$T/bad-hosts"
+check_rc "a bad --hosts line is exit 2" 2 sh -c '"$@" 2>"$0"' "$T/err.txt" "$LM" status --hosts "$T/bad-hosts"
+check "... its message holds no raw control byte" clean "$T/err.txt"
+check_has "... and shows the line escaped" 'evil\x1b[2J@mac:port\x1b]0;pwned\x07' "$T/err.txt"
+
+# report: llama-bench JSON whose labels hold escape sequences (what a guest's llama-bench wrote).
+F=$TOP/tests/fixtures/llama-bench/tinyllama-m1-ultra
+for a in stock shim; do
+	f=$F/tiny-stock-minimal
+	[ $a = stock ] || f=$F/tiny-safe-shim-10x-final
+	sed 's/"model_type": "llama 1B Q4_K - Medium"/"model_type": "llama\\u001b[2J\\u001b]0;pwned\\u0007\\r\\u009b"/' \
+		"$f.json" >"$T/$a.json"
+	cp "$f.stderr" "$T/$a.stderr"
+done
+for form in "" --csv --markdown; do
+	"$LM" report stock="$T/stock.json" shim="$T/shim.json" $form >"$T/report.txt" 2>&1
+	check "report ${form:-(table)}: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/report.txt"
+	check_has "... the model type escaped" 'llama\x1b[2J\x1b]0;pwned\x07\r\xc2\x9b' "$T/report.txt"
+done
+"$LM" report stock="$T/stock.json" shim="$T/shim.json" --workload "$(printf 'w\033[2J')" >"$T/report.txt" 2>&1
+check "report --workload from the command line is escaped too" clean "$T/report.txt"
+"$LM" report stock="$T/stock.json" shim="$T/shim.json" --json >"$T/report.json" 2>&1
+check "report --json parses, with the original model type" py "$T/report.json" "
+assert L[0]['arms']['shim']['model_type'] == 'llama\x1b[2J\x1b]0;pwned\x07\r\x9b', L[0]"
+t_done
