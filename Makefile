@@ -1,6 +1,6 @@
 # lume-metal: host tool (plugin/), guest shim and probe (shim/), tests (tests/).
 VERSION  := 0.1.0
-PKGS     := libssh2 libcjson libarchive libcrypto
+PKGS     := libssh2 libcjson libarchive libcrypto libcurl
 CC       ?= cc
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION)"' \

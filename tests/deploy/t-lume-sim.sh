@@ -2,7 +2,8 @@
 # shellcheck disable=SC1091 # sourced lib
 # The simulated Lume (tests/lume-sim/lume) with VM folders on disk and a REAL registry on loopback
 # (tests/registry.sh, basic auth): clone, run, stop, delete, config storage list, push and pull
-# with Lume's messages; the digest the registry answers for a pushed tag is what a pull writes to
+# with Lume's messages; the digest the registry answers for a pushed tag is what
+# registry_manifest_digest returns (build/tests/test_registry digest ...), what a pull writes to
 # .manifest-digest, and new on every push; the source disk is unchanged throughout.
 . "$(dirname "$0")/../lib.sh"
 L=$TOP/tests/lume-sim/lume
@@ -91,6 +92,12 @@ check_grep "... its uncompressed digest" '"org.trycua.lume.content.uncompressed-
 check_grep "... and the upload time" '"org.trycua.lume.upload-time" : "20[0-9-]+T[0-9:]+Z"' "$T/manifest"
 check_grep "... the total size" '"org.trycua.lume.total-uncompressed-size" : "2662400"' "$T/manifest"
 
+if [ -x "$TOP/build/tests/test_registry" ]; then
+	GITHUB_USERNAME=lume GITHUB_TOKEN=s3cret-test "$TOP/build/tests/test_registry" digest "$R" org/golden v1 >"$T/rd" 2>&1
+	check "registry_manifest_digest returns the digest curl -I shows" test "$(cat "$T/rd")" = "$D1"
+else
+	not_ok "registry_manifest_digest returns the digest curl -I shows (build/tests/test_registry is not built)"
+fi
 
 pull golden:v1 copy --registry "$R" --organization org >"$T/out" 2>&1; rc=$?
 check "pull golden:v1 copy" test "$rc" -eq 0
