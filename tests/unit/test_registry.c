@@ -231,44 +231,36 @@ stub_tests(int port)
 	UNIT_OK(rc == LM_OK && strcmp(out, D) == 0, "Bearer: challenge, token with Basic credentials, HEAD again %s", rc ? err : "");
 	rc = registry_manifest_digest(out, stub, "org/access", "latest", &good, err);
 	UNIT_OK(rc == LM_OK && strcmp(out, D) == 0, "... an access_token works as a token %s", rc ? err : "");
-	rc = registry_manifest_digest(out, stub, "org/img", "latest", &bad, err);
-	UNIT_OK(rc == LM_EFAIL && out[0] == '\0', "... the token service refusing the credentials fails");
-	UNIT_HAS(err, "registry 127.0.0.64", "... naming the registry");
-	UNIT_HAS(err, "refused the credentials (401)", "... saying so");
-	UNIT_OK(strstr(err, SECRET) == NULL && strstr(err, "tok-123") == NULL, "... no secret and no token in the message");
-	rc = registry_manifest_digest(out, stub, "org/img", "latest", NULL, err);
-	UNIT_OK(rc == LM_EFAIL, "... no credentials where the token service wants them fails");
-	UNIT_HAS(err, "requires credentials (401)", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/wrongtoken", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "... a token the registry then refuses fails");
-	UNIT_HAS(err, "refused the credentials (401)", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/img", "nope", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "... a missing tag behind a token fails");
-	UNIT_HAS(err, "no such tag org/img:nope", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/notoken", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "... a token answer without a token fails");
-	UNIT_HAS(err, "answered no token", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/bigtoken", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "... a token answer over %d bytes is not read whole", REGISTRY_BODY_MAX);
-	UNIT_HAS(err, "larger than 65536 bytes", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/httprealm", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "... a realm over plain http to another host is refused (credentials stay)");
-	UNIT_HAS(err, "without an https realm", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/baddigest", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL && out[0] == '\0', "an uppercase Docker-Content-Digest is refused");
-	UNIT_HAS(err, "not sha256: and 64 lowercase hex", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/nodigest", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "a 200 without Docker-Content-Digest is a failure");
-	UNIT_HAS(err, "no Docker-Content-Digest", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/bigheaders", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL && out[0] == '\0', "headers over %d bytes are not read whole", REGISTRY_HEADERS_MAX);
-	UNIT_HAS(err, "more than 65536 bytes of headers", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/redirect", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "a redirect is not followed");
-	UNIT_HAS(err, "answered HTTP 307", "... saying so");
-	rc = registry_manifest_digest(out, stub, "org/nochallenge", "latest", &good, err);
-	UNIT_OK(rc == LM_EFAIL, "a 401 without a challenge fails");
-	UNIT_HAS(err, "without a Bearer or Basic challenge", "... saying so");
+	{
+		/* Failures through the stub: repository, tag, credentials, what the message must say. */
+		static const struct {
+			const char *repo, *tag;
+			int creds; /* 0 none, 1 good, 2 wrong */
+			const char *says, *what;
+		} bad_cases[] = {
+			{"org/img", "latest", 2, "refused the credentials (401)", "the token service refusing the credentials"},
+			{"org/img", "latest", 0, "requires credentials (401)", "no credentials where the token service wants them"},
+			{"org/wrongtoken", "latest", 1, "refused the credentials (401)", "a token the registry then refuses"},
+			{"org/img", "nope", 1, "no such tag org/img:nope", "a missing tag behind a token"},
+			{"org/notoken", "latest", 1, "answered no token", "a token answer without a token"},
+			{"org/bigtoken", "latest", 1, "a token larger than 65536 bytes", "a token answer over 64 KiB (not read whole)"},
+			{"org/httprealm", "latest", 1, "without an https realm", "a realm over plain http to another host (credentials stay)"},
+			{"org/baddigest", "latest", 1, "not sha256: and 64 lowercase hex", "an uppercase Docker-Content-Digest"},
+			{"org/nodigest", "latest", 1, "no Docker-Content-Digest", "a 200 without Docker-Content-Digest"},
+			{"org/bigheaders", "latest", 1, "more than 65536 bytes of headers", "headers over 64 KiB (not read whole)"},
+			{"org/redirect", "latest", 1, "answered HTTP 307", "a redirect (not followed)"},
+			{"org/nochallenge", "latest", 1, "without a Bearer or Basic challenge", "a 401 without a challenge"},
+		};
+		for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+			const registry_creds *c = bad_cases[i].creds == 1 ? &good : bad_cases[i].creds == 2 ? &bad : NULL;
+
+			rc = registry_manifest_digest(out, stub, bad_cases[i].repo, bad_cases[i].tag, c, err);
+			UNIT_OK(rc == LM_EFAIL && out[0] == '\0', "%s fails", bad_cases[i].what);
+			UNIT_HAS(err, bad_cases[i].says, "... saying \"%s\"", bad_cases[i].says);
+			UNIT_OK(strstr(err, "registry 127.0.0.64") != NULL && strstr(err, SECRET) == NULL &&
+			    strstr(err, "tok-123") == NULL, "... naming the registry, with no secret and no token");
+		}
+	}
 	t0 = lm_now_ms();
 	rc = registry_manifest_digest_timeout(out, stub, "org/slow", "latest", &good, 500, err);
 	UNIT_OK(rc == LM_EFAIL && lm_now_ms() - t0 < 3000, "a registry that does not answer is left after the timeout (%lld ms)",
