@@ -6,10 +6,12 @@ cd "$(dirname "$0")/.."
 DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl-dev
  openssh-server openssh-client gobjc dash shellcheck llvm libxml2-utils ca-certificates strace
  ansible-core python3"
+# The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), libcurl.
+DEB="$DEB docker-registry apache2-utils libcurl4-openssl-dev curl"
 command -v npm >/dev/null 2>&1 || DEB="$DEB npm"
 case $(uname -s) in
 Darwin)
-	brew install libssh2 cjson libarchive openssl@3 pkg-config shellcheck dash
+	brew install libssh2 cjson libarchive openssl@3 curl pkg-config shellcheck dash
 	;;
 *)
 	missing=""
