@@ -121,4 +121,54 @@ check_rc "bootstrap without a GUI session exits 125" 125 env LUME_METAL_SIM_GUI_
 check_rc "bootstrap of a missing plist exits 2" 2 launchctl bootstrap "gui/$uid" "$T/none.plist"
 check_rc "bootstrap of a plist that is not well-formed XML exits 5" 5 launchctl bootstrap "gui/$uid" "$T/bad2.plist"
 check_rc "... and loads nothing" 113 launchctl print "gui/$uid/com.example.sim"
+
+# launchctl: starts and kills are counted in events (kickstart -k of a running job is one of each)
+ev() { grep -c "^$1 com.example.sim " "$LUME_METAL_SIM_DIR/launchd/events" 2>/dev/null; }
+sed 's|</dict>|	<key>RunAtLoad</key>\n	<true/>\n	<key>ExitTimeOut</key>\n	<integer>3</integer>\n</dict>|' "$T/good.plist" >"$T/run.plist"
+chmod 644 "$T/run.plist"
+: >"$LUME_METAL_SIM_DIR/launchd/events"
+launchctl bootstrap "gui/$uid" "$T/run.plist"
+is_eq "RunAtLoad: bootstrap starts the job once" "$(ev start)/$(ev kill)" 1/0
+launchctl kickstart "gui/$uid/com.example.sim"
+is_eq "kickstart of a running job starts nothing" "$(ev start)/$(ev kill)" 1/0
+launchctl kickstart -k "gui/$uid/com.example.sim"
+is_eq "kickstart -k of a running job kills it and starts another" "$(ev start)/$(ev kill)" 2/1
+launchctl bootout "gui/$uid/com.example.sim"
+is_eq "bootout kills the running job" "$(ev kill)" 2
+sed 's|</dict>|	<key>KeepAlive</key>\n	<true/>\n</dict>|' "$T/good.plist" >"$T/keep.plist"
+chmod 644 "$T/keep.plist"
+launchctl bootstrap "gui/$uid" "$T/keep.plist"
+is_eq "KeepAlive true: bootstrap starts the job too" "$(svc state com.example.sim)" running
+launchctl bootout "gui/$uid/com.example.sim"
+
+# launchctl: the disabled set
+launchctl disable "gui/$uid/com.example.sim"
+launchctl print-disabled "gui/$uid" >"$T/o"
+check_grep "print-disabled lists a disabled label" '^	"com.example.sim" => disabled$' "$T/o"
+launchctl bootstrap "gui/$uid" "$T/run.plist" >"$T/o" 2>"$T/e"
+is_eq "bootstrap of a disabled label exits 5" $? 5
+printf 'Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n' >"$T/e.want"
+check "bootstrap of a disabled label: the real tool's error and hint" diff -u "$T/e.want" "$T/e"
+check_rc "... and loads nothing" 113 launchctl print "gui/$uid/com.example.sim"
+launchctl enable "gui/$uid/com.example.sim"
+launchctl print-disabled "gui/$uid" >"$T/o"
+if grep -q com.example.sim "$T/o"; then not_ok "enable takes the label out of the set"; else ok "enable takes the label out of the set"; fi
+check "bootstrap after enable" launchctl bootstrap "gui/$uid" "$T/run.plist"
+
+# launchctl: an asynchronous boot-out lingers, at most ExitTimeOut (3 s in run.plist)
+check "bootout under LINGER=2 exits 0" env LUME_METAL_SIM_BOOTOUT_LINGER=2 launchctl bootout "gui/$uid/com.example.sim"
+check "... and the job is still loaded" launchctl print "gui/$uid/com.example.sim"
+launchctl bootstrap "gui/$uid" "$T/run.plist" 2>"$T/e"
+is_eq "bootstrap while it lingers exits 5" $? 5
+launchctl bootout "gui/$uid/com.example.sim" 2>"$T/e"
+is_eq "a second bootout while it lingers exits 36" $? 36
+check_grep "... Operation now in progress" '^Boot-out failed: 36: Operation now in progress$' "$T/e"
+sleep 2
+check_rc "2 s later it is gone" 113 launchctl print "gui/$uid/com.example.sim"
+launchctl bootstrap "gui/$uid" "$T/run.plist"
+LUME_METAL_SIM_BOOTOUT_LINGER=60 LUME_METAL_SIM_BOOTOUT_INPROGRESS=1 launchctl bootout "gui/$uid/com.example.sim" 2>"$T/e"
+is_eq "bootout under INPROGRESS exits 36" $? 36
+check_grep "... Operation now in progress" '^Boot-out failed: 36: Operation now in progress$' "$T/e"
+sleep 3
+check_rc "LINGER=60 ends at the job's ExitTimeOut (3 s): it is gone" 113 launchctl print "gui/$uid/com.example.sim"
 t_done
