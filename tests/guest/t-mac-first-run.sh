@@ -102,6 +102,34 @@ else
 	ok "Mach-O release # SKIP no build/macos shim and probe (make shim)"
 fi
 
+# --ssh: the same checks in a real sshd guest on loopback (tests/sshd.sh: the simulated macOS
+# commands first on its PATH) with the release installed in its HOME, whose path has a space.
+G2=$T/sshd
+guest ssh "$G2/home dir"
+install "$T/o.json" "$T/a.tar.gz" "$SHA"
+rc_is "ssh guest: install a" 0
+PORT=$((30000 + $$ % 20000)) ADDR=127.0.37.$(($$ % 250 + 2))
+ME=$(PATH=/usr/bin:/bin id -un)
+ssh-keygen -q -t ed25519 -N '' -f "$G2.key" && mkdir -p "$G2" && cp "$G2.key" "$G2/id_ed25519" && cp "$G2.key.pub" "$G2/id_ed25519.pub"
+t_defer "sh '$TOP/tests/sshd.sh' stop '$G2'"
+if sh "$TOP/tests/sshd.sh" start "$G2" "$ADDR" "$PORT" --home "$HOME" >"$T/sshd.out" 2>&1; then
+	printf 'Host *\n\tIdentityFile %s\n\tUserKnownHostsFile /dev/null\n\tStrictHostKeyChecking no\n\tLogLevel ERROR\n\tBatchMode yes\n' "$G2.key" >"$T/ssh_config"
+	dash "$MFR" --ssh "$ME@$ADDR:$PORT" --ssh-config "$T/ssh_config" --evidence "$T/ev9.json" >"$T/o9" 2>&1
+	is_eq "--ssh: the guest answers, exit 1 (ELF again)" $? 1
+	is_eq "--ssh: the release under a HOME with a space" "$(result "$T/o9" release)" PASS
+	is_eq "--ssh: the shim is active on AppleParavirtDevice" "$(result "$T/o9" "shim active on AppleParavirtDevice")" PASS
+	jis "--ssh: the evidence names the target" "$T/ev9.json" .target "$ME@$ADDR:$PORT"
+	# shellcheck disable=SC2088 # a literal ~/, for the guest to expand
+	dash "$MFR" --ssh "$ME@$ADDR:$PORT" --ssh-config "$T/ssh_config" --release '~/nowhere/it'"'"'s' --evidence "$T/ev10.json" >"$T/o10" 2>&1
+	check_grep "--ssh: --release goes across quoted (~/ is the guest's HOME)" "^FAIL release: no lume-metal release at $HOME/nowhere/it's " "$T/o10"
+else
+	not_ok "--ssh: start an sshd guest"
+	sed 's/^/#   /' "$T/sshd.out"
+fi
+dash "$MFR" --ssh "nobody@127.0.0.1:1" --ssh-config "$T/ssh_config" --evidence "$T/ev11.json" >"$T/o11" 2>&1
+is_eq "--ssh to nothing: exit 2" $? 2
+check_grep "... the guest answered nothing" '^mac-first-run: the guest answered nothing' "$T/o11"
+
 # Usage.
 check_rc "no target: exit 2" 2 dash "$MFR"
 check_rc "two targets: exit 2" 2 dash "$MFR" --local --ssh a@b
