@@ -114,7 +114,7 @@ export LUME_METAL_SIM_BOOTOUT_LINGER
 rollback "$T/o.json" none
 rc_is "a 5 s boot-out: rollback none exits 0" 0
 jis "a 5 s boot-out: rollback none booted the service out" "$T/o.json" '.bootedOut[0]' "$LABEL"
-if loaded; then not_ok "a 5 s boot-out: nothing is loaded after rollback none"; else ok "a 5 s boot-out: nothing is loaded after rollback none"; fi
+if loaded "$LABEL"; then not_ok "a 5 s boot-out: nothing is loaded after rollback none"; else ok "a 5 s boot-out: nothing is loaded after rollback none"; fi
 check "a 5 s boot-out: the LaunchAgent is removed" test ! -e "$PL"
 unset LUME_METAL_SIM_BOOTOUT_LINGER
 t_done
