@@ -115,17 +115,60 @@ point_link() {
 	mv_link "$tmp" "$ROOT/$1" || { rm -f "$tmp"; return 1; }
 }
 is_loaded() { launchctl print "gui/$uid/$1" >/dev/null 2>&1; }
+# exit_timeout PLIST: sets eto to PLIST's ExitTimeOut, or to launchd's default of 20 s when it
+# sets none (or 0, "never", or the file is gone). One read loop, no process.
+exit_timeout() {
+	eto=20
+	[ -f "$1" ] || return 0
+	e_key=0
+	while IFS= read -r e_l || [ -n "$e_l" ]; do
+		case $e_l in *'<key>ExitTimeOut</key>'*) e_key=1 e_l=${e_l#*'<key>ExitTimeOut</key>'} ;; esac
+		[ "$e_key" -eq 1 ] || continue
+		case $e_l in
+		*'<integer>'*'</integer>'*)
+			e_l=${e_l#*'<integer>'}
+			e_l=${e_l%%'</integer>'*}
+			case $e_l in '' | *[!0-9]* | 0 | ??????*) ;; *) eto=$e_l ;; esac
+			return 0
+			;;
+		*'<'[a-z]*) return 0 ;;
+		esac
+	done <"$1"
+}
+# bootout_wait LABEL: boots gui/<uid>/LABEL out and waits until `launchctl print` no longer finds
+# it. launchd finishes a boot-out asynchronously: the job can stay loaded after bootout returns,
+# until it exits or launchd SIGKILLs it at its ExitTimeOut, and bootout may exit 36 (EINPROGRESS)
+# meanwhile. So 0, 36 and 3 (not loaded) all mean "wait", up to the ExitTimeOut of LABEL's
+# LaunchAgent plus 3 s, polled every 0.25 s; the usual case costs one print. Fails with b_err.
+bootout_wait() {
+	exit_timeout "$AGENTS/$1.plist"
+	b_err=$(launchctl bootout "gui/$uid/$1" 2>&1)
+	b_rc=$?
+	b_n=$(((eto + 3) * 4))
+	while is_loaded "$1"; do
+		case $b_rc in
+		0 | 3 | 36) ;;
+		*) b_err=${b_err%%"$nl"*}; return 1 ;;
+		esac
+		if [ "$b_n" -le 0 ]; then
+			b_err="still loaded $((eto + 3)) s after launchctl bootout (its ExitTimeOut is $eto s)"
+			return 1
+		fi
+		sleep 0.25
+		b_n=$((b_n - 1))
+	done
+	return 0
+}
 # bootstrap_agent PLIST LABEL: launchctl bootstrap into gui/<uid>; on failure b_err says why.
-# launchd finishes a boot-out asynchronously, so a label still loaded gets one more try.
+# LABEL is enabled first: a label in launchd's disabled set (launchctl disable, unload -w; it
+# outlives the plist and reboots) fails every bootstrap with "5: Input/output error". No
+# kickstart after it: launchd starts the job as its RunAtLoad or KeepAlive say, and
+# `kickstart -k` would kill the instance bootstrap just started.
 bootstrap_agent() {
+	launchctl enable "gui/$uid/$2" >/dev/null 2>&1
 	b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
-	if is_loaded "$2"; then
-		sleep 1
-		b_err=$(launchctl bootstrap "gui/$uid" "$1" 2>&1) && return 0
-		b_err="$(printf '%s\n' "$b_err" | head -n 1) (gui/$uid/$2 is still loaded; its boot-out did not take effect)"
-		return 1
-	fi
-	b_err=$(printf '%s\n' "$b_err" | head -n 1)
+	b_err=${b_err%%"$nl"*}
+	if is_loaded "$2"; then b_err="$b_err (gui/$uid/$2 is still loaded)"; fi
 	return 1
 }
 # release_drift DIR: prints the files of a release that no longer match SHA256SUMS, are
@@ -198,11 +241,16 @@ save_agents() {
 		if is_loaded "$l"; then was_loaded="$was_loaded $l"; fi
 	done
 }
-# restore_agents LABEL...: undoes an activation: boots $label out, points current and previous
-# back at $cur_sha and $prev_sha, puts the saved LaunchAgents back and bootstraps again what
-# was loaded. What cannot be undone is added to $reason.
+# restore_agents LABEL...: undoes an activation: boots $label out when it is loaded and not an
+# old job whose boot-out never finished ($stuck), points current and previous back at $cur_sha
+# and $prev_sha, puts the saved LaunchAgents back and bootstraps again what was loaded and is
+# gone (every bootout here waited for the job to leave, so "still loaded" is true). What cannot
+# be undone is added to $reason.
 restore_agents() {
-	if is_loaded "$label"; then launchctl bootout "gui/$uid/$label" >/dev/null 2>&1; fi
+	case " $stuck " in
+	*" $label "*) ;;
+	*) if is_loaded "$label" && ! bootout_wait "$label"; then reason="$reason; $label: $b_err"; fi ;;
+	esac
 	point_link current "$cur_sha" || reason="$reason; could not restore current"
 	point_link previous "$prev_sha" || reason="$reason; could not restore previous"
 	rm -f "$new_plist"
@@ -215,9 +263,8 @@ restore_agents() {
 	done
 	for l in $was_loaded; do
 		is_loaded "$l" && continue
-		if ! e=$(launchctl bootstrap "gui/$uid" "$AGENTS/$l.plist" 2>&1); then
-			reason="$reason; re-bootstrapping $l failed too: $(printf '%s' "$e" | head -n 1)"
-		fi
+		bootstrap_agent "$AGENTS/$l.plist" "$l" || reason="$reason; re-bootstrapping $l failed too: $b_err"
 	done
 }
+stuck=""
 LM_COMMON_LOADED=1

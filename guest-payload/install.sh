@@ -277,9 +277,7 @@ revert_activation() {
 trap '' INT TERM HUP
 activating=1
 for l in $was_loaded; do
-	if ! e=$(launchctl bootout "gui/$uid/$l" 2>&1); then
-		is_loaded "$l" && fail "launchctl bootout gui/$uid/$l failed: $(printf '%s' "$e" | head -n 1)"
-	fi
+	bootout_wait "$l" || { stuck="$stuck $l"; fail "launchctl bootout gui/$uid/$l: $b_err"; }
 done
 if [ "$sha" != "$cur_sha" ]; then
 	point_link previous "$cur_sha" || fail "cannot switch $ROOT/previous"
@@ -288,9 +286,6 @@ fi
 mv -f "$new_plist" "$plist" || fail "cannot move the LaunchAgent to $plist"
 [ -z "$old_label" ] || rm -f "$AGENTS/$old_label.plist"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
-if ! e=$(launchctl kickstart -k "gui/$uid/$label" 2>&1); then
-	fail "launchctl kickstart -k gui/$uid/$label: $(printf '%s' "$e" | head -n 1)"
-fi
 activating=0
 new_rel=0
 [ -z "$displaced" ] || rm -rf "$displaced"

@@ -52,22 +52,6 @@ fail() {
 	emit failed
 	exit 1
 }
-# bootout_wait LABEL: boots the service out and waits (up to 3 s) for launchd to let it go.
-bootout_wait() {
-	is_loaded "$1" || return 0
-	b_err=$(launchctl bootout "gui/$uid/$1" 2>&1)
-	i=0
-	while is_loaded "$1"; do
-		if [ "$i" -ge 3 ]; then
-			b_err=$(printf '%s\n' "${b_err:-still loaded after launchctl bootout}" | head -n 1)
-			return 1
-		fi
-		sleep 1
-		i=$((i + 1))
-	done
-	booted="$booted$nl$1"
-}
-
 case $# in
 0) ;;
 1) case $1 in previous | none) mode=$1 ;; -h | --help) usage ;; *) usage "unknown argument: $1" ;; esac ;;
@@ -108,13 +92,15 @@ if [ "$mode" = none ]; then
 	fi
 	trap '' INT TERM HUP
 	for l in $labels; do
+		is_loaded "$l" || continue
 		if ! bootout_wait "$l"; then
 			for b in $booted; do
-				launchctl bootstrap "gui/$uid" "$AGENTS/$b.plist" >/dev/null 2>&1
+				bootstrap_agent "$AGENTS/$b.plist" "$b"
 			done
 			booted=""
-			fail "launchctl bootout gui/$uid/$l failed: $b_err; nothing was removed"
+			fail "launchctl bootout gui/$uid/$l: $b_err; nothing was removed"
 		fi
+		booted="$booted$nl$l"
 	done
 	for l in $labels; do
 		if [ -f "$AGENTS/$l.plist" ]; then
@@ -183,16 +169,14 @@ revert_activation() {
 trap '' INT TERM HUP
 activating=1
 for l in $was_loaded; do
-	bootout_wait "$l" || fail "launchctl bootout gui/$uid/$l failed: $b_err"
+	bootout_wait "$l" || { stuck="$stuck $l"; fail "launchctl bootout gui/$uid/$l: $b_err"; }
+	booted="$booted$nl$l"
 done
 point_link current "$prev_sha" || fail "cannot switch $ROOT/current"
 point_link previous "" || fail "cannot clear $ROOT/previous"
 mv -f "$new_plist" "$plist" || fail "cannot move the LaunchAgent to $plist"
 [ -z "$old_label" ] || rm -f "$AGENTS/$old_label.plist"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
-if ! e=$(launchctl kickstart -k "gui/$uid/$label" 2>&1); then
-	fail "launchctl kickstart -k gui/$uid/$label: $(printf '%s' "$e" | head -n 1)"
-fi
 activating=0
 if [ -n "$cur_sha" ] && [ "$cur_sha" != "$prev_sha" ] && [ -d "$ROOT/releases/$cur_sha" ]; then
 	rm -rf "$ROOT/releases/$cur_sha" && removed="$ROOT/releases/$cur_sha"

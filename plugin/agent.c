@@ -96,6 +96,25 @@ add_bool(lm_buf *b, const manifest_workload *w, const char *field, const char *k
 	return add_key(b, "\t", key) || lm_buf_addf(b, "\t<%s/>\n", cJSON_IsTrue(v) ? "true" : "false");
 }
 
+/* A workload string field, or dflt when it is absent, as a <string>. */
+static int
+add_str(lm_buf *b, const manifest_workload *w, const char *field, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(w->json, field);
+
+	return add_key(b, "\t", key) || add_string(b, "\t", cJSON_IsString(v) ? v->valuestring : dflt);
+}
+
+/* A workload integer field, or dflt when it is absent, as an <integer>. */
+static int
+add_int(lm_buf *b, const manifest_workload *w, const char *field, const char *key, int dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(w->json, field);
+
+	return add_key(b, "\t", key) ||
+	    lm_buf_addf(b, "\t<integer>%d</integer>\n", cJSON_IsNumber(v) ? v->valueint : dflt);
+}
+
 int
 agent_render_plist(lm_buf *b, const manifest_workload *w, const manifest_profile *p,
     const agent_target *t, char *err)
@@ -132,6 +151,9 @@ agent_render_plist(lm_buf *b, const manifest_workload *w, const manifest_profile
 		rc |= add_key(b, "\t", "WorkingDirectory") || add_string(b, "\t", wd->valuestring);
 	rc |= add_bool(b, w, "runAtLoad", "RunAtLoad");
 	rc |= add_bool(b, w, "keepAlive", "KeepAlive");
+	rc |= add_str(b, w, "processType", "ProcessType", AGENT_PROCESS_TYPE);
+	rc |= add_int(b, w, "throttleInterval", "ThrottleInterval", AGENT_THROTTLE_INTERVAL);
+	rc |= add_int(b, w, "exitTimeOut", "ExitTimeOut", AGENT_EXIT_TIMEOUT);
 	rc |= lm_buf_addf(b, "</dict>\n</plist>\n");
 	lm_buf_free(&procs);
 	return rc ? lm_err(err, LM_EFAIL, "%s: out of memory rendering the LaunchAgent", w->path) : LM_OK;

@@ -13,6 +13,15 @@ typedef struct {
 	const char *shim_lib;    /* e.g. lib/liblumemetal.dylib */
 } agent_target;
 
+/* What the plist sets when the workload does not (manifests/schema/workload.schema.json):
+ * ProcessType Interactive, since a job without one gets launchd's light resource limits (CPU
+ * and I/O throttled) and every workload here is a GPU inference server; ThrottleInterval and
+ * ExitTimeOut at launchd's own defaults, written out so the guest scripts can read the bound of
+ * an asynchronous boot-out from the plist. */
+#define AGENT_PROCESS_TYPE "Interactive"
+#define AGENT_THROTTLE_INTERVAL 10
+#define AGENT_EXIT_TIMEOUT 20
+
 /* Appends the plist to out. Returns LM_OK or LM_EINPUT naming the workload field. */
 int agent_render_plist(lm_buf *out, const manifest_workload *w, const manifest_profile *p,
     const agent_target *t, char *err);

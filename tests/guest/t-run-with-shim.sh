@@ -29,6 +29,11 @@ fi
 if grep -q '^LUME_METAL_PRELOAD_' "$T/env"; then not_ok "the bookkeeping keys are not exported"; else ok "the bookkeeping keys are not exported"; fi
 check "nothing went to the session (no launchctl setenv)" test ! -e "$LUME_METAL_SIM_DIR/launchd/setenv.log"
 check "LUME_METAL_PROCESSES is the command's own name, whatever the caller had" grep -qx 'LUME_METAL_PROCESSES=env' "$T/env"
+if grep -q '^DYLD_PRINT_INTERPOSING=' "$T/env"; then not_ok "no DYLD_PRINT_INTERPOSING unless asked"; else ok "no DYLD_PRINT_INTERPOSING unless asked"; fi
+LUME_METAL_DYLD_PRINT_INTERPOSING=1 "$ROOT/current/bin/run-with-shim" env >"$T/env-pi" 2>/dev/null
+check "LUME_METAL_DYLD_PRINT_INTERPOSING=1 gives the command DYLD_PRINT_INTERPOSING=1 (SIP purges DYLD_* into /bin/sh)" \
+	grep -qx 'DYLD_PRINT_INTERPOSING=1' "$T/env-pi"
+if grep -q '^LUME_METAL_DYLD_PRINT_INTERPOSING=' "$T/env-pi"; then not_ok "... and not its own name"; else ok "... and not its own name"; fi
 "$REL/bin/run-with-shim" "$REL/bin/lume-metal-probe" >"$T/probe-self.json" 2>/dev/null
 check "the command itself is shimmed" grep -q '"active":true.*"processes":\["lume-metal-probe"\]' "$T/probe-self.json"
 "$REL/bin/run-with-shim" sh -c '"$1"' sh "$REL/bin/lume-metal-probe" >"$T/probe-child.json" 2>/dev/null

@@ -7,7 +7,7 @@
 guest sim
 S=$TOP/tests/guest-sim/bin
 
-for c in sw_vers launchctl plutil sysctl shasum defaults id; do
+for c in sw_vers launchctl plutil sysctl shasum defaults id codesign lipo; do
 	head -n 3 "$S/$c" >"$T/.head.$c"
 	check_grep "$c is labelled a SIMULATION in its first lines" '^# SIMULATION of the macOS' "$T/.head.$c"
 done
@@ -121,4 +121,122 @@ check_rc "bootstrap without a GUI session exits 125" 125 env LUME_METAL_SIM_GUI_
 check_rc "bootstrap of a missing plist exits 2" 2 launchctl bootstrap "gui/$uid" "$T/none.plist"
 check_rc "bootstrap of a plist that is not well-formed XML exits 5" 5 launchctl bootstrap "gui/$uid" "$T/bad2.plist"
 check_rc "... and loads nothing" 113 launchctl print "gui/$uid/com.example.sim"
+
+# launchctl: starts and kills are counted in events (kickstart -k of a running job is one of each)
+ev() { grep -c "^$1 com.example.sim " "$LUME_METAL_SIM_DIR/launchd/events" 2>/dev/null; }
+sed 's|</dict>|	<key>RunAtLoad</key>\n	<true/>\n	<key>ExitTimeOut</key>\n	<integer>3</integer>\n</dict>|' "$T/good.plist" >"$T/run.plist"
+chmod 644 "$T/run.plist"
+: >"$LUME_METAL_SIM_DIR/launchd/events"
+launchctl bootstrap "gui/$uid" "$T/run.plist"
+is_eq "RunAtLoad: bootstrap starts the job once" "$(ev start)/$(ev kill)" 1/0
+launchctl kickstart "gui/$uid/com.example.sim"
+is_eq "kickstart of a running job starts nothing" "$(ev start)/$(ev kill)" 1/0
+launchctl kickstart -k "gui/$uid/com.example.sim"
+is_eq "kickstart -k of a running job kills it and starts another" "$(ev start)/$(ev kill)" 2/1
+launchctl bootout "gui/$uid/com.example.sim"
+is_eq "bootout kills the running job" "$(ev kill)" 2
+sed 's|</dict>|	<key>KeepAlive</key>\n	<true/>\n</dict>|' "$T/good.plist" >"$T/keep.plist"
+chmod 644 "$T/keep.plist"
+launchctl bootstrap "gui/$uid" "$T/keep.plist"
+is_eq "KeepAlive true: bootstrap starts the job too" "$(svc state com.example.sim)" running
+launchctl bootout "gui/$uid/com.example.sim"
+
+# launchctl: the disabled set
+launchctl disable "gui/$uid/com.example.sim"
+launchctl print-disabled "gui/$uid" >"$T/o"
+check_grep "print-disabled lists a disabled label" '^	"com.example.sim" => disabled$' "$T/o"
+launchctl bootstrap "gui/$uid" "$T/run.plist" >"$T/o" 2>"$T/e"
+is_eq "bootstrap of a disabled label exits 5" $? 5
+printf 'Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n' >"$T/e.want"
+check "bootstrap of a disabled label: the real tool's error and hint" diff -u "$T/e.want" "$T/e"
+check_rc "... and loads nothing" 113 launchctl print "gui/$uid/com.example.sim"
+launchctl enable "gui/$uid/com.example.sim"
+launchctl print-disabled "gui/$uid" >"$T/o"
+if grep -q com.example.sim "$T/o"; then not_ok "enable takes the label out of the set"; else ok "enable takes the label out of the set"; fi
+check "bootstrap after enable" launchctl bootstrap "gui/$uid" "$T/run.plist"
+
+# launchctl: an asynchronous boot-out lingers, at most ExitTimeOut (3 s in run.plist)
+check "bootout under LINGER=2 exits 0" env LUME_METAL_SIM_BOOTOUT_LINGER=2 launchctl bootout "gui/$uid/com.example.sim"
+check "... and the job is still loaded" launchctl print "gui/$uid/com.example.sim"
+launchctl bootstrap "gui/$uid" "$T/run.plist" 2>"$T/e"
+is_eq "bootstrap while it lingers exits 5" $? 5
+launchctl bootout "gui/$uid/com.example.sim" 2>"$T/e"
+is_eq "a second bootout while it lingers exits 36" $? 36
+check_grep "... Operation now in progress" '^Boot-out failed: 36: Operation now in progress$' "$T/e"
+sleep 2
+check_rc "2 s later it is gone" 113 launchctl print "gui/$uid/com.example.sim"
+launchctl bootstrap "gui/$uid" "$T/run.plist"
+LUME_METAL_SIM_BOOTOUT_LINGER=60 LUME_METAL_SIM_BOOTOUT_INPROGRESS=1 launchctl bootout "gui/$uid/com.example.sim" 2>"$T/e"
+is_eq "bootout under INPROGRESS exits 36" $? 36
+check_grep "... Operation now in progress" '^Boot-out failed: 36: Operation now in progress$' "$T/e"
+sleep 3
+check_rc "LINGER=60 ends at the job's ExitTimeOut (3 s): it is gone" 113 launchctl print "gui/$uid/com.example.sim"
+# lipo: a thin arm64 header, a universal x86_64 + arm64 one, an ELF, a missing file
+printf '\317\372\355\376\014\000\000\001\000\000\000\000\002\000\000\000' >"$T/thin"
+head -c 16 /dev/zero >>"$T/thin"
+{
+	printf '\312\376\272\276\000\000\000\002'
+	printf '\001\000\000\007\000\000\000\003\000\000\020\000\000\000\000\040\000\000\000\014'
+	printf '\001\000\000\014\000\000\000\000\000\000\040\000\000\000\000\040\000\000\000\015'
+	head -c 4048 /dev/zero
+	printf '\317\372\355\376\007\000\000\001\003\000\000\000\002\000\000\000'
+	head -c 4080 /dev/zero
+	cat "$T/thin"
+} >"$T/fat"
+is_eq "lipo -archs of a thin arm64 file" "$(lipo -archs "$T/thin")" "arm64 "
+is_eq "lipo -archs of a universal file, in its order" "$(lipo -archs "$T/fat")" "x86_64 arm64 "
+LL=$(command -v llvm-lipo) || for LL in /usr/lib/llvm-*/bin/llvm-lipo; do :; done
+for f in "$T/thin" "$T/fat" "$TOP/build/macos/liblumemetal.dylib"; do
+	if [ -x "$LL" ] && [ -f "$f" ]; then
+		is_eq "lipo -archs says what llvm-lipo says of ${f##*/}" "$(lipo -archs "$f" | od -c)" "$("$LL" -archs "$f" | od -c)"
+	fi
+done
+is_eq "lipo -info of a thin file" "$(lipo -info "$T/thin")" "Non-fat file: $T/thin is architecture: arm64"
+is_eq "lipo -info of a universal file" "$(lipo -info "$T/fat")" "Architectures in the fat file: $T/fat are: x86_64 arm64 "
+lipo -archs "$T/good.plist" >"$T/o" 2>"$T/e"
+is_eq "lipo -archs of a file that is not Mach-O exits 1" $? 1
+check_grep "... can't figure out the architecture type" "^fatal error: .*/lipo: can't figure out the architecture type of: $T/good.plist\$" "$T/e"
+lipo -archs "$T/none" >"$T/o" 2>"$T/e"
+is_eq "lipo -archs of a missing file exits 1" $? 1
+check_grep "... can't open input file" "^fatal error: .*/lipo: can't open input file: $T/none \\(No such file or directory\\)\$" "$T/e"
+check_rc "lipo without arguments exits 1" 1 lipo
+
+# codesign: an unsigned thin and universal file, a file that is not Mach-O, a missing one
+codesign --verify --strict "$T/thin" >"$T/o" 2>"$T/e"
+is_eq "codesign --verify of an unsigned Mach-O exits 1" $? 1
+printf '%s: code object is not signed at all\nIn architecture: arm64\n' "$T/thin" >"$T/e.want"
+check "... not signed at all, in architecture arm64" diff -u "$T/e.want" "$T/e"
+codesign -v "$T/fat" 2>"$T/e"
+check_grep "codesign -v of an unsigned universal file names its first slice" '^In architecture: x86_64$' "$T/e"
+codesign -d --verbose "$T/good.plist" >"$T/o" 2>"$T/e"
+is_eq "codesign -d of a plain file exits 1" $? 1
+is_eq "... not signed at all" "$(cat "$T/e")" "$T/good.plist: code object is not signed at all"
+codesign -v "$T/none" 2>"$T/e"
+is_eq "codesign -v of a missing file exits 1" $? 1
+is_eq "... No such file or directory" "$(cat "$T/e")" "$T/none: No such file or directory"
+check_rc "codesign without an operation exits 2" 2 codesign "$T/thin"
+
+# codesign on the ad-hoc signed arm64 shim the build made with zig (make shim)
+DY=$TOP/build/macos/liblumemetal.dylib
+if [ -f "$DY" ]; then
+	cp "$DY" "$T/shim.dylib"
+	codesign --verify --strict "$T/shim.dylib" >"$T/o" 2>"$T/e"
+	is_eq "codesign --verify --strict of the ad-hoc signed shim: silent, exit 0" "$?:$(cat "$T/e")" 0:
+	codesign -vv "$T/shim.dylib" 2>"$T/e"
+	check_grep "codesign -vv: valid on disk" "^$T/shim.dylib: valid on disk\$" "$T/e"
+	codesign -d --verbose "$T/shim.dylib" 2>"$T/e"
+	check_grep "codesign -d --verbose: Executable" "^Executable=$T/shim.dylib\$" "$T/e"
+	check_grep "codesign -d --verbose: Format" '^Format=Mach-O thin \(arm64\)$' "$T/e"
+	check_grep "codesign -d --verbose: an ad-hoc, linker-signed CodeDirectory" '^CodeDirectory v=[0-9a-f]+ size=[0-9]+ flags=0x20002\(adhoc,linker-signed\) hashes=[0-9]+\+[0-9]+ location=embedded$' "$T/e"
+	check_grep "codesign -d --verbose: Signature=adhoc" '^Signature=adhoc$' "$T/e"
+	codesign -d "$T/shim.dylib" 2>"$T/e"
+	is_eq "codesign -d alone prints Executable only" "$(cat "$T/e")" "Executable=$T/shim.dylib"
+	printf 'X' | dd of="$T/shim.dylib" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	codesign --verify --strict "$T/shim.dylib" >"$T/o" 2>"$T/e"
+	is_eq "codesign --verify of the shim with one byte changed exits 1" $? 1
+	printf '%s: invalid signature (code or signature have been modified)\nIn architecture: arm64\n' "$T/shim.dylib" >"$T/e.want"
+	check "... invalid signature, in architecture arm64" diff -u "$T/e.want" "$T/e"
+else
+	ok "codesign on the shim # SKIP no build/macos/liblumemetal.dylib (make shim)"
+fi
 t_done
