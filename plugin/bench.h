@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "deploy.h"
 #include "util.h"
 
 #define BENCH_FORMAT "lume-metal-bench/1"
@@ -118,5 +119,19 @@ int bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *l
 
 /* The markdown header row and rule, with lead_header ("| image ") before them when not NULL. */
 int bench_markdown_header(lm_buf *out, const char *lead_header);
+
+/* ---- plugin/bench_vm.c: one VM's benchmark ---- */
+
+/* Reads what the guest's hash step printed (len bytes of text, untrusted): exactly the
+ * llama-bench path (1 to 4095 bytes, no control characters), then its SHA-256 and the model's,
+ * each 64 lowercase hex digits, every line ending in a newline, nothing after. On LM_OK *lb
+ * is the path (caller frees); otherwise LM_EINPUT (or LM_EFAIL), *lb NULL and both hashes "". */
+int bench_parse_hashes(char **lb, char lb_sha[65], char model_sha[65], const char *text, size_t len, char *err);
+
+/* Benchmarks one VM (o->bench): state "benchmarked" or "shim-not-effective", with "bench" the
+ * table above; writes the evidence directory, then one ledger record. Bad input or a failed
+ * arm is "failed" with the reason, and records nothing. Returns LM_OK with *out (caller
+ * frees) holding at least "vm" and "state". */
+int bench_vm_run(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 
 #endif

@@ -82,7 +82,7 @@ cmd_bench(int argc, char **argv)
 		o.wait_s = conn.wait_s;
 		if (conn.timeout_s == 120) /* a benchmark runs longer than a deploy */
 			o.timeout_s = 3600;
-		deploy_bench(&res, t, &o, err);
+		bench_vm_run(&res, t, &o, err);
 		guest_target_free(t);
 	}
 	if (conn.json) {

@@ -6,8 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "evidence.h"
+#include "deploy_int.h"
 #include "ledger.h"
 #include "util.h"
 
@@ -24,10 +23,6 @@ static const char probe_script[] =
     "./bin/run-with-shim \"$1/bin/lume-metal-probe\" --expect profile.json --stock stock.json >shim.json; rc=$?\n"
     "printf '{\"stock\":%s,\"shimmed\":%s,\"pass\":%s}\\n' \"$(cat stock.json)\" \"$(cat shim.json)\" "
     "\"$([ $rc -eq 0 ] && echo true || echo false)\"\n";
-static const char hashes_script[] =
-    "lb=$(command -v -- \"$1\") || { echo \"llama-bench not found in the guest: $1\" >&2; exit 3; }\n"
-    "[ -f \"$2\" ] && [ -r \"$2\" ] || { echo \"model not found in the guest: $2\" >&2; exit 4; }\n"
-    "printf '%s\\n' \"$lb\"; shasum -a 256 \"$lb\" | cut -c1-64; shasum -a 256 \"$2\" | cut -c1-64";
 static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-probe.XXXXXX\"";
 static const char status_script[] =
     "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
@@ -104,13 +99,6 @@ key_for(const guest_facts *f, const deploy_opts *o)
 }
 
 static void add_facts(cJSON *r, const guest_facts *f, cJSON *key);
-
-/* One VM for the length of an operation: the connection, the guest's facts, its ledger key. */
-typedef struct {
-	ssh_conn *c;
-	guest_facts f;
-	cJSON *key;
-} vm_session;
 
 /* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
  * has the state and the reason, and s holds nothing. */
@@ -486,302 +474,35 @@ done:
 	return LM_OK;
 }
 
-/* One llama-bench arm's raw output. */
-typedef struct {
-	lm_buf out, err;
-	char llama_bench_sha[65], model_sha[65];
-} arm_run;
-
-static void
-arm_run_free(arm_run *a)
+/* deploy_int.h: the helpers above, for bench_vm.c. */
+cJSON *
+deploy_result_new(const guest_target *t, const char *state)
 {
-	lm_buf_free(&a->out);
-	lm_buf_free(&a->err);
+	return result_new(t, state);
 }
 
-/* The llama-bench arguments after the binary, the same for every arm. */
-static void
-bench_args(const deploy_bench_opts *b, const char *model, const char **argv, char num[4][16])
+void
+deploy_set_state(cJSON *r, const char *state, const char *message)
 {
-	size_t i = 0;
-
-	snprintf(num[0], 16, "%d", b->p), snprintf(num[1], 16, "%d", b->n), snprintf(num[2], 16, "%d", b->r);
-	argv[i++] = "-m", argv[i++] = model, argv[i++] = "-p", argv[i++] = num[0], argv[i++] = "-n";
-	argv[i++] = num[1], argv[i++] = "-r", argv[i++] = num[2];
-	if (b->threads > 0) {
-		snprintf(num[3], 16, "%d", b->threads);
-		argv[i++] = "-t", argv[i++] = num[3];
-	}
-	argv[i++] = "-o", argv[i++] = "json", argv[i] = NULL;
-}
-
-/* The last non-empty line of text (at most 200 bytes), for an error message. */
-static const char *
-last_line(char out[201], const char *text)
-{
-	const char *p = text ? text : "", *start = p, *end;
-
-	for (const char *q = p; *q; q++)
-		if (*q == '\n' && q[1] != '\0' && q[1] != '\n')
-			start = q + 1;
-	end = start + strcspn(start, "\n");
-	snprintf(out, 201, "%.*s", (int)(end - start), start);
-	return out;
-}
-
-/* Runs one guest arm: prefix (NULL, or run-with-shim) then llama-bench and its arguments. */
-static int
-guest_arm(arm_run *a, ssh_conn *c, const char *prefix, const char *lb, const deploy_bench_opts *b,
-    const char *what, lm_buf *cmdline, char *err)
-{
-	const char *argv[24];
-	char num[4][16], msg[LM_ERRLEN];
-	lm_buf cmd = {0};
-	ssh_result r;
-	size_t i = 0;
-	int rc;
-
-	if (prefix)
-		argv[i++] = prefix;
-	argv[i++] = lb;
-	bench_args(b, b->model, argv + i, num);
-	if (ssh_quote_argv(&cmd, argv) != LM_OK)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	if (cmdline && cmdline->len == 0)
-		lm_buf_add(cmdline, cmd.data, cmd.len);
-	rc = ssh_exec(c, cmd.data, NULL, 0, &r, msg);
-	lm_buf_free(&cmd);
-	if (rc != LM_OK) {
-		ssh_result_free(&r);
-		return lm_err(err, LM_EFAIL, "llama-bench (%s arm): %s", what, msg);
-	}
-	if (r.exit_code != 0) {
-		char last[201];
-
-		rc = lm_err(err, LM_EINPUT, "llama-bench (%s arm) exited %d: %s", what, r.exit_code,
-		    last_line(last, r.err.data));
-		ssh_result_free(&r);
-		return rc;
-	}
-	a->out = r.out;
-	a->err = r.err;
-	return LM_OK;
-}
-
-/* The bare-metal arm on this host, with the hashes of its binary and model. */
-static int
-host_arm(arm_run *a, const deploy_bench_opts *b, char *err)
-{
-	const char *argv[24], *model = b->host_model ? b->host_model : b->model;
-	char num[4][16], path[4096] = "";
-	const char *lb = b->host_llama_bench ? b->host_llama_bench : "llama-bench";
-	int st, rc;
-
-	if (strchr(lb, '/') != NULL)
-		snprintf(path, sizeof path, "%s", lb);
-	else
-		for (const char *p = getenv("PATH"); p && *p && !*path; p += strcspn(p, ":") + (p[strcspn(p, ":")] != 0)) {
-			snprintf(path, sizeof path, "%.*s/%s", (int)strcspn(p, ":"), p, lb);
-			if (access(path, X_OK) != 0)
-				*path = '\0';
-		}
-	if (!*path || access(path, X_OK) != 0)
-		return lm_err(err, LM_EINPUT, "--host-baseline: llama-bench not found on this host: %s", lb);
-	if (access(model, R_OK) != 0)
-		return lm_err(err, LM_EINPUT, "--host-baseline: model not found on this host: %s", model);
-	if ((rc = lm_sha256_file(a->llama_bench_sha, path, err)) != LM_OK ||
-	    (rc = lm_sha256_file(a->model_sha, model, err)) != LM_OK)
-		return rc;
-	argv[0] = path;
-	bench_args(b, model, argv + 1, num);
-	if ((rc = lm_run(&a->out, &a->err, &st, argv, err)) != LM_OK)
-		return rc;
-	if (st != 0)
-		return lm_err(err, LM_EINPUT, "llama-bench (host arm) %s %d", st > 128 ? "was killed by signal" : "exited",
-		    st > 128 ? st - 128 : st);
-	return LM_OK;
-}
-
-static void
-add_hashes(cJSON *o, const char *side, const char *lb, const arm_run *a)
-{
-	cJSON *h = cJSON_AddObjectToObject(o, side);
-
-	cJSON_AddStringToObject(h, "llamaBench", lb);
-	cJSON_AddStringToObject(h, "llamaBenchSha256", a->llama_bench_sha);
-	cJSON_AddStringToObject(h, "modelSha256", a->model_sha);
-}
-
-/* metadata.md: what was run where, for a person reading the evidence. */
-static void
-metadata(lm_buf *m, const guest_target *t, const vm_session *s, const cJSON *table, const char *cmdline,
-    const cJSON *hashes)
-{
-	char *tj = cJSON_Print(table), *hj = cJSON_Print(hashes), chip[128], build[64];
-
-	guest_host_facts(chip, build);
-	lm_buf_addf(m, "# lume-metal bench: %s\n\n", t->name);
-	lm_buf_addf(m, "- guest: macOS %s (%s), %s, %s\n", s->f.os ? s->f.os : "?", s->f.build ? s->f.build : "?",
-	    s->f.model ? s->f.model : "?", s->f.chip ? s->f.chip : "?");
-	lm_buf_addf(m, "- host: %s (%s)\n", chip, build);
-	lm_buf_addf(m, "- installed payload: %s\n", s->f.current ? s->f.current : "none");
-	lm_buf_addf(m, "- command (stock arm; the shim arm prefixes run-with-shim): `%s`\n", cmdline);
-	lm_buf_addf(m, "- figures: medians of samples_ts (tokens/s)\n\n## Hashes\n\n```json\n%s\n```\n\n", hj ? hj : "");
-	lm_buf_addf(m, "## Table\n\n```json\n%s\n```\n", tj ? tj : "");
-	free(tj);
-	free(hj);
+	set_state(r, state, message);
 }
 
 int
-deploy_bench(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
+deploy_vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
 {
-	const deploy_bench_opts *b = o->bench;
-	cJSON *r = result_new(t, "failed"), *hashes = cJSON_CreateObject(), *table = NULL, *rec = NULL, *line = NULL;
-	arm_run stock = {0}, shim = {0}, host = {0};
-	bench_arm as = {0}, ah = {0}, ahost = {0};
-	lm_buf csv = {0}, md = {0}, cmdline = {0};
-	char msg[LM_ERRLEN], *lb = NULL, rws[4200];
-	int code = 0;
-	vm_session s;
+	return vm_open(s, r, t, o);
+}
 
-	(void)err;
-	*out = r;
-	if (vm_open(&s, r, t, o) != LM_OK) {
-		cJSON_Delete(hashes);
-		return LM_OK;
-	}
-	if (s.f.current == NULL) {
-		set_state(r, "failed", "no lume-metal release is current in the guest; deploy first (the shim arm "
-		    "runs through its run-with-shim)");
-		goto done;
-	}
-	{
-		const char *a[] = {"sh", "-c", hashes_script, "sh", b->llama_bench, b->model, NULL};
-		lm_buf c = {0};
-		ssh_result res;
+void
+deploy_vm_close(vm_session *s, cJSON *r)
+{
+	vm_close(s, r);
+}
 
-		if (ssh_quote_argv(&c, a) != LM_OK || ssh_exec(s.c, c.data, NULL, 0, &res, msg) != LM_OK) {
-			lm_buf_free(&c);
-			set_state(r, "failed", msg);
-			goto done;
-		}
-		lm_buf_free(&c);
-		code = res.exit_code;
-		if (code != 0 || res.out.data == NULL || strlen(res.out.data) < 131) {
-			const char *e = res.err.data ? res.err.data : "";
-
-			set_state(r, "failed", *e ? e : "cannot hash llama-bench and the model in the guest");
-			ssh_result_free(&res);
-			goto done;
-		}
-		lb = strndup(res.out.data, strcspn(res.out.data, "\n"));
-		line = cJSON_CreateString(res.out.data);
-		snprintf(stock.llama_bench_sha, 65, "%.64s", strchr(res.out.data, '\n') + 1);
-		snprintf(stock.model_sha, 65, "%.64s", strchr(res.out.data, '\n') + 66);
-		ssh_result_free(&res);
-		if (!lm_is_sha256(stock.llama_bench_sha) || !lm_is_sha256(stock.model_sha)) {
-			set_state(r, "failed", "shasum in the guest printed no SHA-256");
-			goto done;
-		}
-		shim = (arm_run){0};
-		memcpy(shim.llama_bench_sha, stock.llama_bench_sha, 65);
-		memcpy(shim.model_sha, stock.model_sha, 65);
-	}
-	if (b->host_baseline) {
-		if (host_arm(&host, b, msg) != LM_OK) {
-			set_state(r, "failed", msg);
-			goto done;
-		}
-		if (strcmp(host.model_sha, stock.model_sha) != 0 && !b->allow_different_model) {
-			set_state(r, "failed", "the guest's model and this host's differ (SHA-256); --allow-different-model "
-			    "compares them anyway");
-			goto done;
-		}
-	}
-	snprintf(rws, sizeof rws, "%s", GUEST_ROOT "/current/bin/run-with-shim");
-	if (guest_arm(&stock, s.c, NULL, lb, b, "stock", &cmdline, msg) != LM_OK ||
-	    guest_arm(&shim, s.c, rws, lb, b, "shim", NULL, msg) != LM_OK) {
-		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
-		goto done;
-	}
-	/* Parse every arm before anything is written. */
-	if (bench_parse_json(&as, stock.out.data ? stock.out.data : "", stock.out.len, "stock.json", b->min_samples, msg) != LM_OK ||
-	    bench_parse_json(&ah, shim.out.data ? shim.out.data : "", shim.out.len, "shim.json", b->min_samples, msg) != LM_OK ||
-	    (b->host_baseline && bench_parse_json(&ahost, host.out.data ? host.out.data : "", host.out.len, "host.json",
-		b->min_samples, msg) != LM_OK)) {
-		set_state(r, "failed", msg);
-		goto done;
-	}
-	bench_parse_stderr(&as.metal, stock.err.data ? stock.err.data : "");
-	bench_parse_stderr(&ah.metal, shim.err.data ? shim.err.data : "");
-	as.stderr_path = strdup("stock.stderr");
-	ah.stderr_path = strdup("shim.stderr");
-	if (b->host_baseline) {
-		bench_parse_stderr(&ahost.metal, host.err.data ? host.err.data : "");
-		ahost.stderr_path = strdup("host.stderr");
-	}
-	if (bench_table(&table, &as, &ah, b->host_baseline ? &ahost : NULL, b->workload, msg) != LM_OK) {
-		set_state(r, "failed", msg);
-		goto done;
-	}
-	add_hashes(hashes, "guest", lb, &stock);
-	if (b->host_baseline)
-		add_hashes(hashes, "host", b->host_llama_bench ? b->host_llama_bench : "llama-bench", &host);
-	lm_buf_addf(&csv, "%s\n", BENCH_CSV_HEADER);
-	if (bench_render(&csv, table, BENCH_CSV, NULL, msg) != LM_OK) {
-		set_state(r, "failed", msg);
-		goto done;
-	}
-	metadata(&md, t, &s, table, cmdline.data ? cmdline.data : "", hashes);
-	if (b->evidence) {
-		evidence_file files[9];
-		size_t n = 0;
-
-		files[n++] = (evidence_file){"stock.json", stock.out.data, stock.out.len};
-		files[n++] = (evidence_file){"stock.stderr", stock.err.data ? stock.err.data : "", stock.err.len};
-		files[n++] = (evidence_file){"shim.json", shim.out.data, shim.out.len};
-		files[n++] = (evidence_file){"shim.stderr", shim.err.data ? shim.err.data : "", shim.err.len};
-		if (b->host_baseline) {
-			files[n++] = (evidence_file){"host.json", host.out.data, host.out.len};
-			files[n++] = (evidence_file){"host.stderr", host.err.data ? host.err.data : "", host.err.len};
-		}
-		files[n++] = (evidence_file){"results.csv", csv.data, csv.len};
-		files[n++] = (evidence_file){"metadata.md", md.data, md.len};
-		if (evidence_write(b->evidence, files, n, msg) != LM_OK) {
-			set_state(r, "failed", msg);
-			goto done;
-		}
-		cJSON_AddStringToObject(r, "evidence", b->evidence);
-	}
-	rec = bench_record(table, t->name);
-	cJSON_AddItemToObject(rec, "hashes", cJSON_Duplicate(hashes, 1));
-	cJSON_AddStringToObject(rec, "command", cmdline.data ? cmdline.data : "");
-	if (s.f.current)
-		cJSON_AddStringToObject(rec, "payloadSha256", s.f.current);
-	if (b->evidence)
-		cJSON_AddStringToObject(rec, "evidence", b->evidence);
-	cJSON_AddItemToObject(r, "bench", cJSON_Duplicate(table, 1));
-	cJSON_AddItemToObject(r, "hashes", cJSON_Duplicate(hashes, 1));
-	set_state(r, cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(table, "shim_effective")) ? "shim-not-effective"
-	    : "benchmarked", NULL);
-	record(r, o, s.key, rec);
-done:
-	cJSON_Delete(line);
-	cJSON_Delete(rec);
-	cJSON_Delete(table);
-	cJSON_Delete(hashes);
-	bench_arm_free(&as);
-	bench_arm_free(&ah);
-	bench_arm_free(&ahost);
-	arm_run_free(&stock);
-	arm_run_free(&shim);
-	arm_run_free(&host);
-	lm_buf_free(&csv);
-	lm_buf_free(&md);
-	lm_buf_free(&cmdline);
-	free(lb);
-	vm_close(&s, r);
-	return LM_OK;
+void
+deploy_record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
+{
+	record(r, o, key, rec);
 }
 
 int

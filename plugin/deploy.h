@@ -41,10 +41,7 @@ int deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_probe(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
 int deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
-/* Benchmarks one VM (o->bench): state "benchmarked" or "shim-not-effective", with "bench" the
- * table of bench.h; writes the evidence directory, then one ledger record. Bad input or a
- * failed arm is "failed" with the reason, and records nothing. */
-int deploy_bench(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
+/* bench runs through bench_vm_run (bench.h, plugin/bench_vm.c). */
 
 /* The end state for a failed connect's SSH_* reason ("unreachable" for 0). */
 const char *deploy_why_state(int why);

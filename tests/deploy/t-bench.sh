@@ -6,7 +6,9 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 
-guest tahoe-b 127.0.0.11 || exit 1
+# $T/hostile comes first on the guest's PATH: empty until the hostile-guest checks at the end.
+mkdir -p "$T/hostile"
+guest tahoe-b 127.0.0.11 --path "$T/hostile" || exit 1
 G=$T/g/tahoe-b/home
 head -c 20000 /dev/urandom >"$G/model.gguf"
 B() { lm bench tahoe-b --model "$G/model.gguf" -r 5 "$@"; }
@@ -71,4 +73,22 @@ check_grep "... naming the minimum" 'stock\.json.*(3|min)' "$T/.out"
 check_rc "... unless --min-samples allows them" 0 lm bench tahoe-b --model "$G/model.gguf" -r 2 --min-samples 2
 check_rc "an evidence directory that exists is refused" 1 B --evidence "$T/ev"
 check_grep "... naming it" 'ev: already exists' "$T/.out"
+# A hostile guest answers the hash step with anything: its sh prints $HOME/hostile-hashes for
+# that step and runs every other command. Each answer is refused without a crash.
+printf '#!/bin/sh\ncase $* in *"shasum -a 256"*) cat "$HOME/hostile-hashes"; exit 0 ;; esac\nexec /bin/sh "$@"\n' \
+	>"$T/hostile/sh" && chmod +x "$T/hostile/sh"
+hostile() { # NAME: the output in $G/hostile-hashes is refused, the tool saying why, not crashing
+	check_rc "hostile hash output, $1: bench fails" 1 B
+	check_grep "... saying so" 'tahoe-b: failed: (the guest.s hash step printed no llama-bench path|shasum in the guest printed no SHA-256)' "$T/.out"
+	if grep -Eq 'AddressSanitizer|runtime error|SEGV' "$T/.out"; then not_ok "... without a crash"; sed 's/^/#   /' "$T/.out"; else ok "... without a crash"; fi
+}
+head -c 150 /dev/zero | tr '\0' A >"$G/hostile-hashes"
+hostile "150 bytes and no newline"
+{ head -c 200 /dev/zero | tr '\0' A; echo; } >"$G/hostile-hashes"
+hostile "a line of 200 bytes"
+{ head -c 5000 /dev/zero | tr '\0' A; printf '\n%s\n' 0123; } >"$G/hostile-hashes"
+hostile "a first line of 5000 bytes"
+printf '/bin/true\n' >"$G/hostile-hashes"
+hostile "the path alone"
+rm -f "$T/hostile/sh"
 t_done

@@ -291,6 +291,53 @@ main(void)
 	UNIT_OK(bench_render(&out, table, BENCH_CSV, NULL, err) == LM_EINPUT && out.len == 0, "... and not rendered");
 	cJSON_Delete(table);
 
+	/* The guest's hash step: three lines, each bounded and checked (a guest may print anything). */
+	{
+		const char *h1 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+		const char *h2 = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+		char good[512], a150[151], lsha[65], msha[65], *lb = (char *)"x";
+		char *big = malloc(20000);
+		const struct {
+			const char *text;
+			size_t len;
+			const char *why;
+		} bad[] = {
+			{a150, 150, "150 bytes and no newline (was a SEGV)"},
+			{"", 0, "nothing"},
+			{"/usr/bin/llama-bench", 20, "a path without a newline"},
+			{"\n", 1, "an empty first line"},
+			{"/usr/bin/llama-bench\n", 21, "the path alone"},
+			{"/usr/bin/llama-bench\n0123\n", 26, "a short hash"},
+			{big, 20000, "a first line of 20000 bytes (was a heap-buffer-overflow read)"},
+			{"/a\x01b\n", 5, "a control character in the path"},
+			{"/a\0b\n", 5, "a NUL in the path"},
+		};
+
+		memset(a150, 'A', 150);
+		a150[150] = '\0';
+		memset(big, 'B', 20000);
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			lb = (char *)"x";
+			rc = bench_parse_hashes(&lb, lsha, msha, bad[i].text, bad[i].len, err);
+			UNIT_OK(rc == LM_EINPUT && lb == NULL && !*lsha && !*msha, "hash output refused: %s", bad[i].why);
+		}
+		snprintf(good, sizeof good, "/opt/llama/llama-bench\n%s\n%s\n", h1, h2);
+		rc = bench_parse_hashes(&lb, lsha, msha, good, strlen(good), err);
+		UNIT_OK(rc == LM_OK && lb && strcmp(lb, "/opt/llama/llama-bench") == 0 && strcmp(lsha, h1) == 0 &&
+		    strcmp(msha, h2) == 0, "the path and both hashes are read %s", rc ? err : "");
+		free(lb);
+		rc = bench_parse_hashes(&lb, lsha, msha, good, strlen(good) - 1, err);
+		UNIT_OK(rc == LM_EINPUT && lb == NULL, "... and refused without the last newline");
+		snprintf(good, sizeof good, "/opt/llama/llama-bench\n%s\n%s\nextra\n", h1, h2);
+		rc = bench_parse_hashes(&lb, lsha, msha, good, strlen(good), err);
+		UNIT_OK(rc == LM_EINPUT && lb == NULL, "... or with a line after them");
+		snprintf(good, sizeof good, "/opt/llama/llama-bench\n%s\n%.63sG\n", h1, h2);
+		rc = bench_parse_hashes(&lb, lsha, msha, good, strlen(good), err);
+		UNIT_OK(rc == LM_EINPUT && lb == NULL, "... or with a non-hex digit");
+		UNIT_HAS(err, "shasum in the guest printed no SHA-256", "... saying what it wanted");
+		free(big);
+	}
+
 	bench_arm_free(&stock);
 	bench_arm_free(&shim);
 	bench_arm_free(&host);
