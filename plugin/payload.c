@@ -373,9 +373,10 @@ payload_info_free(payload_info *p)
 /* ---- verify ---- */
 
 typedef struct {
-	char *path;
+	char *path;           /* as in the archive ("bin/" for a directory) */
+	size_t klen;          /* its length without a directory's trailing "/": the key compared */
 	unsigned mode;
-	int dir, seen;
+	int dir, seen, holds; /* holds: a directory with a file below it */
 	uint64_t size;
 	char sha[65];
 } ventry;
@@ -396,13 +397,71 @@ ventries_free(ventries *es)
 	lm_buf_free(&es->sums);
 }
 
+/* Entries by key: bytewise, then a shorter key first. */
+static int
+key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+static int
+cmp_ventry(const void *a, const void *b)
+{
+	const ventry *x = a, *y = b;
+
+	return key_cmp(x->path, x->klen, y->path, y->klen);
+}
+
+/* The entry whose key is key[0..len), by binary search once the entries are sorted. */
+static ventry *
+ventries_find_key(ventries *es, const char *key, size_t len)
+{
+	size_t lo = 0, hi = es->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = key_cmp(es->v[mid].path, es->v[mid].klen, key, len);
+
+		if (c == 0)
+			return &es->v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static ventry *
 ventries_find(ventries *es, const char *path)
 {
-	for (size_t i = 0; i < es->n; i++)
-		if (strcmp(es->v[i].path, path) == 0)
-			return &es->v[i];
-	return NULL;
+	return ventries_find_key(es, path, strlen(path));
+}
+
+/* Sorts the entries (n log n), refuses a name given twice (a directory "bin/" and a file "bin"
+ * too), and marks each directory that holds a file: the directories of every file's path,
+ * cut at its slashes, so "bi" never passes for the "bin" of "bin/install.sh". */
+static int
+ventries_index(ventries *es, const char *file, char *err)
+{
+	if (es->n > 1)
+		qsort(es->v, es->n, sizeof *es->v, cmp_ventry);
+	for (size_t i = 1; i < es->n; i++)
+		if (cmp_ventry(&es->v[i - 1], &es->v[i]) == 0)
+			return lm_err(err, LM_EINPUT, "%s: entry \"%s\" appears twice", file, es->v[i].path);
+	for (size_t i = 0; i < es->n; i++) {
+		const ventry *f = &es->v[i];
+
+		for (size_t k = 0; !f->dir && k < f->klen; k++) {
+			ventry *d;
+
+			if (f->path[k] == '/' && (d = ventries_find_key(es, f->path, k)) != NULL && d->dir)
+				d->holds = 1;
+		}
+	}
+	return LM_OK;
 }
 
 /* A payload path is relative, canonical, and stays in the tree. */
@@ -465,6 +524,7 @@ read_entry(struct archive *a, struct archive_entry *e, ventries *es, const char 
 {
 	const char *path = archive_entry_pathname(e), *why, *hl = archive_entry_hardlink(e);
 	mode_t type = archive_entry_filetype(e);
+	unsigned mode = (unsigned)archive_entry_mode(e) & 07777;
 	char buf[65536];
 	lm_buf *keep = NULL;
 	lm_sha256 *c;
@@ -491,8 +551,10 @@ read_entry(struct archive *a, struct archive_entry *e, ventries *es, const char 
 	if (archive_entry_size(e) < 0 || (uint64_t)archive_entry_size(e) > PAYLOAD_ENTRY_MAX)
 		return lm_err(err, LM_EINPUT, "%s: entry \"%s\" is over 64 MiB (%jd bytes)", file, path,
 		    (intmax_t)archive_entry_size(e));
-	if (ventries_find(es, path) != NULL)
-		return lm_err(err, LM_EINPUT, "%s: entry \"%s\" appears twice", file, path);
+	if ((mode & 07002) != 0)
+		return lm_err(err, LM_EINPUT, "%s: entry \"%s\" has mode %04o (%s): a payload holds no setuid, setgid, "
+		    "sticky or world-writable entry", file, path, mode, mode & 04000 ? "setuid" : mode & 02000 ? "setgid"
+		    : mode & 01000 ? "sticky" : "world-writable");
 	if (es->n == es->cap) {
 		size_t cap = es->cap ? es->cap * 2 : 16;
 		ventry *nv = reallocarray(es->v, cap, sizeof *nv);
@@ -507,12 +569,17 @@ read_entry(struct archive *a, struct archive_entry *e, ventries *es, const char 
 	if ((v->path = strdup(path)) == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	es->n++;
-	v->mode = archive_entry_perm(e);
+	v->mode = mode;
 	v->dir = type == AE_IFDIR;
+	v->klen = strlen(path);
+	if (v->dir && v->klen > 1 && path[v->klen - 1] == '/')
+		v->klen--;
 	if (strcmp(path, "MANIFEST.json") == 0)
 		keep = &es->manifest;
 	else if (strcmp(path, "SHA256SUMS") == 0)
 		keep = &es->sums;
+	if (keep != NULL && keep->len > 0) /* other names twice are refused once all are read */
+		return lm_err(err, LM_EINPUT, "%s: entry \"%s\" appears twice", file, path);
 	if ((c = lm_sha256_new()) == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	while ((n = archive_read_data(a, buf, sizeof buf)) > 0) {
@@ -553,6 +620,8 @@ read_archive(ventries *es, const char *file, char *err)
 		    es->n, archive_error_string(a));
 	else if (archive_filter_code(a, 0) != ARCHIVE_FILTER_GZIP)
 		rc = lm_err(err, LM_EINPUT, "%s: not a gzip-compressed tar archive", file);
+	else
+		rc = ventries_index(es, file, err);
 done:
 	archive_read_free(a);
 	return rc;
@@ -613,15 +682,9 @@ check_manifest(payload_info *info, ventries *es, const char *file, char *err)
 			info->placeholders++;
 		info->nfiles++;
 	}
-	for (size_t i = 0; i < es->n; i++) {
-		ventry *v = &es->v[i];
-		int parent = 0;
-
-		for (size_t j = 0; v->dir && j < es->n; j++)
-			parent |= !es->v[j].dir && strncmp(es->v[j].path, v->path, strlen(v->path)) == 0;
-		if (!v->seen && !parent)
-			return lm_err(err, LM_EINPUT, "%s: entry \"%s\" is not in the manifest", file, v->path);
-	}
+	for (size_t i = 0; i < es->n; i++)
+		if (!es->v[i].seen && !es->v[i].holds)
+			return lm_err(err, LM_EINPUT, "%s: entry \"%s\" is not in the manifest", file, es->v[i].path);
 	if (sums_text(&want, me->sha, files) != 0)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 	else if (want.len != es->sums.len || memcmp(want.data, es->sums.data, want.len) != 0)

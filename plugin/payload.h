@@ -31,8 +31,10 @@ typedef struct {
 int payload_build(payload_info **out, const payload_build_opts *o, char *err);
 
 /* Checks path against sha_path (NULL: path + ".sha256") and every entry against
- * MANIFEST.json: bytes, sizes, modes, no missing or extra entry, no absolute path, "..",
- * link, device, or entry over 64 MiB. Errors name the entry and return LM_EINPUT. */
+ * MANIFEST.json: bytes, sizes, modes, no missing or extra entry (a directory entry must hold
+ * a file: "bi" is no directory of "bin/x"), no absolute path, "..", link, device, entry over
+ * 64 MiB, or setuid, setgid, sticky or world-writable mode. Errors name the entry (and the
+ * mode) and return LM_EINPUT. */
 int payload_verify(payload_info **out, const char *path, const char *sha_path, char *err);
 
 void payload_info_free(payload_info *p);
