@@ -127,7 +127,7 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 	*why = 0;
 	if (t->lume != NULL && t->host == NULL) {
 		lume_vm *vm;
-		int rc = lume_resolve(&vm, lume, t->lume, wait_s, err);
+		int rc = lume_resolve(&vm, lume, t->lume, wait_s, base->deadline_ms, err);
 
 		if (rc != LM_OK)
 			return rc;

@@ -8,33 +8,69 @@
 
 #include "util.h"
 
-cJSON *
-lume_parse_output(const char *text)
+/* Where a line holding the JSON array could start: its first non-blank is "[" and the next
+ * non-blank after that, on this line or a later one, is "{" or "]" ("[", "[]", "[{..."). A log
+ * line "[2026-08-09T12:00:00Z] INFO: ..." has a digit there. */
+static int
+array_start(const char *p, const char *end)
 {
-	for (const char *p = text; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		const char *q = p, *end = NULL;
+	if (p == end || *p != '[')
+		return 0;
+	for (p++; p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'); p++)
+		;
+	return p < end && (*p == '{' || *p == ']');
+}
+
+static cJSON *
+parse_n(const char *text, size_t len)
+{
+	const char *end = text + len, *p = text;
+
+	/* One pass: a candidate that does not parse resumes the scan at the line where its parse
+	 * stopped, so no byte is parsed twice however the output is crafted. */
+	while (p < end) {
+		const char *q = p, *stop = NULL, *nl;
 		cJSON *doc;
 
-		while (*q == ' ' || *q == '\t')
+		while (q < end && (*q == ' ' || *q == '\t'))
 			q++;
-		if (*q != '[')
-			continue;
-		if ((doc = cJSON_ParseWithOpts(q, &end, 0)) != NULL && cJSON_IsArray(doc))
-			return doc;
-		cJSON_Delete(doc);
+		if (array_start(q, end)) {
+			if ((doc = cJSON_ParseWithLengthOpts(q, (size_t)(end - q), &stop, 0)) != NULL && cJSON_IsArray(doc))
+				return doc;
+			cJSON_Delete(doc);
+			if (stop != NULL && stop > q && stop < end) {
+				while (stop > q && stop[-1] != '\n')
+					stop--;
+				if (stop > q) { /* a later line */
+					p = stop;
+					continue;
+				}
+			}
+		}
+		if ((nl = memchr(q, '\n', (size_t)(end - q))) == NULL)
+			break;
+		p = nl + 1;
 	}
 	return NULL;
 }
 
-/* lm_run for lume, with a hint when lume itself cannot be run. */
+cJSON *
+lume_parse_output(const char *text)
+{
+	return text ? parse_n(text, strlen(text)) : NULL;
+}
+
+/* lm_run_deadline for `lume VERB ...`, with a hint when lume itself cannot be run. */
 static int
-run_lume(lm_buf *o, lm_buf *e, int *st, const char *const *argv, char *err)
+run_lume(lm_buf *o, lm_buf *e, int *st, const char *const *argv, int64_t deadline_ms, char *err)
 {
 	char msg[LM_ERRLEN];
-	int rc = lm_run(o, e, st, argv, msg);
+	int rc = lm_run_deadline(o, e, st, argv, deadline_ms, msg);
 
-	if (rc != LM_OK)
+	if (rc == LM_EINPUT)
 		return lm_err(err, rc, "%s (install Lume, or pass --lume PATH or --host)", msg);
+	if (rc != LM_OK)
+		return lm_err(err, rc, "lume %s: %s", argv[1], msg);
 	return LM_OK;
 }
 
@@ -81,7 +117,7 @@ lume_vm_free(lume_vm *vm)
 /* One `lume get`: LM_OK with *out, or an error naming the VM. ready is set when the VM can
  * take SSH now. */
 static int
-get_once(lume_vm **out, int *ready, const char *lume, const char *name, char *err)
+get_once(lume_vm **out, int *ready, const char *lume, const char *name, int64_t deadline_ms, char *err)
 {
 	const char *argv[] = {lume, "get", name, "--format", "json", NULL};
 	lm_buf o = {0}, e = {0};
@@ -90,8 +126,13 @@ get_once(lume_vm **out, int *ready, const char *lume, const char *name, char *er
 
 	*out = NULL;
 	*ready = 0;
-	if ((rc = run_lume(&o, &e, &st, argv, err)) != LM_OK)
+	if ((rc = run_lume(&o, &e, &st, argv, deadline_ms, err)) != LM_OK) {
+		char msg[LM_ERRLEN];
+
+		snprintf(msg, sizeof msg, "%s", err ? err : "");
+		rc = lm_err(err, rc, "VM %s: %s", name, msg);
 		goto done;
+	}
 	if (st != 0) {
 		const char *msg = e.data && *e.data ? e.data : o.data ? o.data : "";
 
@@ -122,14 +163,14 @@ done:
 }
 
 int
-lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, char *err)
+lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, int64_t deadline_ms, char *err)
 {
 	int64_t until = lm_now_ms() + (int64_t)wait_s * 1000;
 	int ready, rc;
 
 	for (;;) {
-		rc = get_once(out, &ready, lume, name, err);
-		if (ready || rc == LM_EINPUT || lm_now_ms() >= until)
+		rc = get_once(out, &ready, lume, name, deadline_ms > 0 && deadline_ms < until ? until : deadline_ms, err);
+		if (ready || rc == LM_EINPUT || lm_now_ms() >= until || (err && strstr(err, "timed out")))
 			break;
 		lume_vm_free(*out);
 		*out = NULL;
@@ -173,7 +214,7 @@ lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = run_lume(&o, &e, &st, argv, err)) == LM_OK)
+	if ((rc = run_lume(&o, &e, &st, argv, lm_now_ms() + LUME_LS_TIMEOUT_S * 1000, err)) == LM_OK)
 		rc = parse_list(out, n, o.data, st, "", err);
 	lm_buf_free(&o);
 	lm_buf_free(&e);

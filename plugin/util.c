@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,23 +361,73 @@ lm_mkdirs(const char *path, char *err)
 
 extern char **environ;
 
+#define LM_RUN_CAP (4u << 20) /* bytes kept of each stream */
+
 int
 lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, char *err)
 {
-	int po[2], pe[2], st, rc = LM_OK;
+	return lm_run_deadline(out, errout, status, argv, 0, err);
+}
+
+/* Reads what fd has into b (up to LM_RUN_CAP); returns 0 at its end (or past the cap: the
+ * child gets EPIPE or SIGPIPE on its next write), 1 while it stays open, -1 on an error. */
+static int
+drain(int fd, lm_buf *b)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof buf);
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 1 : -1;
+	if (n == 0)
+		return 0;
+	if (b->len + (size_t)n > LM_RUN_CAP) {
+		if (b->len < LM_RUN_CAP)
+			lm_buf_add(b, buf, LM_RUN_CAP - b->len);
+		return 0;
+	}
+	return lm_buf_add(b, buf, (size_t)n) == 0 ? 1 : -1;
+}
+
+int
+lm_run_deadline(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, int64_t deadline_ms,
+    char *err)
+{
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, st, rc = LM_OK, timed_out = 0;
+	int64_t start = lm_now_ms();
 	posix_spawn_file_actions_t fa;
-	char buf[4096];
+	posix_spawnattr_t attr;
+	struct pollfd pfd[2];
 	pid_t pid;
 
-	if (pipe(po) != 0 || pipe(pe) != 0)
-		return lm_err(err, LM_EFAIL, "pipe: %s", strerror(errno));
+	if (pipe(po) != 0 || pipe(pe) != 0) {
+		rc = lm_err(err, LM_EFAIL, "pipe: %s", strerror(errno));
+		for (int i = 0; i < 2; i++)
+			if (po[i] >= 0)
+				close(po[i]);
+		return rc;
+	}
+	/* Not inherited by what other threads spawn meanwhile (the child's own 1 and 2 are dup2'd
+	 * copies, which do not keep the flag). */
+	for (int i = 0; i < 2; i++) {
+		fcntl(po[i], F_SETFD, FD_CLOEXEC);
+		fcntl(pe[i], F_SETFD, FD_CLOEXEC);
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
 	posix_spawn_file_actions_addclose(&fa, po[0]);
 	posix_spawn_file_actions_addclose(&fa, pe[0]);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawnattr_init(&attr);
+	/* With a deadline the child leads its own process group, so that expiry can kill it and
+	 * whatever it started. */
+	if (deadline_ms > 0) {
+		posix_spawnattr_setpgroup(&attr, 0);
+		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	}
+	rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
 	close(po[1]);
 	close(pe[1]);
 	if (rc != 0) {
@@ -383,24 +435,54 @@ lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, char *
 		close(pe[0]);
 		return lm_err(err, LM_EINPUT, "cannot run %s: %s", argv[0], strerror(rc));
 	}
-	/* The commands run here print little on stderr: read stdout to its end, then stderr. */
-	for (int fd = po[0]; fd >= 0; fd = fd == po[0] ? pe[0] : -1) {
-		ssize_t n;
-		lm_buf *b = fd == po[0] ? out : errout;
+	/* Both streams at once: a child blocked writing one while we wait on the other never ends. */
+	pfd[0] = (struct pollfd){.fd = po[0], .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = pe[0], .events = POLLIN};
+	while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
+		int wait = -1, n;
 
-		while ((n = read(fd, buf, sizeof buf)) != 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 || b->len > (4u << 20) || lm_buf_add(b, buf, (size_t)n) != 0)
+		if (deadline_ms > 0) {
+			int64_t left = deadline_ms - lm_now_ms();
+
+			if (left <= 0) {
+				timed_out = 1;
 				break;
+			}
+			wait = left > INT_MAX ? INT_MAX : (int)left;
 		}
+		if ((n = poll(pfd, 2, wait)) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; n > 0 && i < 2; i++)
+			if (pfd[i].fd >= 0 && pfd[i].revents != 0 && drain(pfd[i].fd, i == 0 ? out : errout) <= 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+			}
 	}
-	close(po[0]);
-	close(pe[0]);
+	for (int i = 0; i < 2; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	/* A child may close both streams and go on: with a deadline, it is waited for until then. */
+	while (deadline_ms > 0 && !timed_out) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			goto reaped;
+		if (w < 0 && errno != EINTR)
+			return lm_err(err, LM_EFAIL, "waitpid: %s", strerror(errno));
+		if (lm_now_ms() >= deadline_ms)
+			timed_out = 1;
+		else
+			nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+	}
+	if (timed_out)
+		kill(-pid, SIGKILL);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return lm_err(err, LM_EFAIL, "waitpid: %s", strerror(errno));
+reaped:
+	if (timed_out)
+		return lm_err(err, LM_EFAIL, "%s timed out after %lld s", argv[0],
+		    (long long)((deadline_ms - start + 999) / 1000));
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return LM_OK;
 }
-

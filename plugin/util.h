@@ -67,8 +67,16 @@ int lm_buf_add(lm_buf *b, const void *data, size_t len);
 int lm_buf_addf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lm_buf_free(lm_buf *b);
 
-/* Runs argv (no shell; argv[0] looked up on $PATH) to its end, capturing stdout and stderr
- * (4 MiB each at most); *status is its exit status, 128+N for signal N. */
+/* Runs argv (no shell; argv[0] looked up on $PATH) to its end, reading stdout and stderr
+ * together (4 MiB of each kept; past that the stream is closed, so the child gets SIGPIPE or
+ * EPIPE if it writes more); *status is its exit status, 128+N for signal N. A command that
+ * cannot be started is LM_EINPUT. */
 int lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, char *err);
+
+/* lm_run with a deadline (lm_now_ms() time; 0: none). With one, the child leads its own
+ * process group; at the deadline that group is killed (SIGKILL) and reaped, and the call
+ * fails (LM_EFAIL) with "ARGV0 timed out after N s", *status unset. */
+int lm_run_deadline(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, int64_t deadline_ms,
+    char *err);
 
 #endif

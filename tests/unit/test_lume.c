@@ -9,6 +9,42 @@
 #include "util.h"
 
 static char dir[] = "/tmp/lm-unit-lume.XXXXXX";
+static size_t allocs; /* cJSON's allocations: the parser's work on crafted output */
+
+static void *
+count_malloc(size_t n)
+{
+	allocs++;
+	return malloc(n);
+}
+
+/* A fake lume in dir/NAME: a sh script with body. Returns its path (static). */
+static const char *
+fake_lume(const char *name, const char *body)
+{
+	static char path[1024];
+	char cmd[16384];
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\n%%s\\n' '%s' > '%s' && chmod +x '%s'", body, path, path);
+	if (system(cmd) != 0)
+		printf("not ok - setup %s\n", cmd);
+	return path;
+}
+
+/* n bytes of crafted Lume output: line repeated, then a real one-VM array. Caller frees. */
+static char *
+crafted(const char *line, size_t n)
+{
+	static const char tail[] = "[\n  {\"name\": \"a\", \"status\": \"running\"}\n]\n";
+	size_t l = strlen(line), i;
+	char *t = malloc(n + sizeof tail);
+
+	for (i = 0; i + l <= n; i += l)
+		memcpy(t + i, line, l);
+	memcpy(t + i, tail, sizeof tail);
+	return t;
+}
 static const char *lume = LM_DATADIR "/tests/lume-sim/lume";
 
 static void
@@ -46,24 +82,24 @@ main(void)
 	vm("tahoe-noip", "running", "null", "null");
 	vm("tahoe-nossh", "running", "192.168.64.7", "false");
 
-	rc = lume_resolve(&v, lume, "tahoe-1", 0, err);
+	rc = lume_resolve(&v, lume, "tahoe-1", 0, 0, err);
 	UNIT_OK(rc == LM_OK && v && strcmp(v->ip, "192.168.64.5") == 0 && v->ssh_available == 1,
 	    "a running VM resolves to its IP %s", rc ? err : "");
 	lume_vm_free(v);
-	rc = lume_resolve(&v, lume, "tahoe-off", 0, err);
+	rc = lume_resolve(&v, lume, "tahoe-off", 0, 0, err);
 	UNIT_OK(rc == LM_EFAIL && v == NULL, "a stopped VM is a failure (exit 1)");
 	UNIT_HAS(err, "VM tahoe-off is stopped; start it with `lume run tahoe-off --no-display`", "... with a hint");
-	rc = lume_resolve(&v, lume, "tahoe-noip", 0, err);
+	rc = lume_resolve(&v, lume, "tahoe-noip", 0, 0, err);
 	UNIT_OK(rc == LM_EFAIL, "a VM without an IP is a failure");
 	UNIT_HAS(err, "VM tahoe-noip is running but has no IP address yet", "... saying so");
-	rc = lume_resolve(&v, lume, "tahoe-nossh", 0, err);
+	rc = lume_resolve(&v, lume, "tahoe-nossh", 0, 0, err);
 	UNIT_OK(rc == LM_EFAIL, "a VM without SSH is a failure");
 	UNIT_HAS(err, "VM tahoe-nossh (192.168.64.7): SSH is not available", "... saying so");
-	rc = lume_resolve(&v, lume, "no-such-vm", 0, err);
+	rc = lume_resolve(&v, lume, "no-such-vm", 0, 0, err);
 	UNIT_OK(rc == LM_EINPUT, "an unknown VM is an input error");
 	UNIT_HAS(err, "VM no-such-vm: not found by lume", "... naming it");
 	UNIT_HAS(err, "Virtual machine not found", "... with lume's own words");
-	rc = lume_resolve(&v, "/nonexistent/lume", "tahoe-1", 0, err);
+	rc = lume_resolve(&v, "/nonexistent/lume", "tahoe-1", 0, 0, err);
 	UNIT_OK(rc == LM_EINPUT, "a missing lume binary is an input error");
 	UNIT_HAS(err, "cannot run /nonexistent/lume", "... naming it");
 
@@ -72,15 +108,89 @@ main(void)
 	t0 = lm_now_ms();
 	if (system(cmd) != 0)
 		printf("not ok - background\n");
-	rc = lume_resolve(&v, lume, "tahoe-noip", 10, err);
+	rc = lume_resolve(&v, lume, "tahoe-noip", 10, 0, err);
 	t0 = lm_now_ms() - t0;
 	UNIT_OK(rc == LM_OK && v && strcmp(v->ip, "192.168.64.6") == 0 && t0 >= 900,
 	    "--wait polls until the VM has an IP and SSH (%lld ms) %s", (long long)t0, rc ? err : "");
 	lume_vm_free(v);
 	t0 = lm_now_ms();
-	rc = lume_resolve(&v, lume, "tahoe-off", 1, err);
+	rc = lume_resolve(&v, lume, "tahoe-off", 1, 0, err);
 	t0 = lm_now_ms() - t0;
 	UNIT_OK(rc == LM_EFAIL && t0 >= 1000 && t0 < 5000, "--wait gives up after its time (%lld ms)", (long long)t0);
+
+	/* Crafted output (a Mac host may send 16 MiB): the parser's work grows with its length
+	 * only. Counted as cJSON's allocations, and timed against a generous bound. */
+	{
+		static const struct {
+			const char *line, *what;
+			size_t per_line; /* allocations a linear parse may make per line */
+			int found;       /* the array after them is found (not when they leave a value open) */
+		} shapes[] = {
+			{"[\n", "\"[\" lines", 0, 1},
+			{"[{\n", "\"[{\" lines", 4, 1},
+			{"[{\"a\":\n", "\"[{\\\"a\\\":\" lines (nested to cJSON's depth limit)", 4, 0},
+			{"[2026-08-09T12:00:00Z] INFO: x\n", "log lines", 0, 1},
+		};
+		cJSON_Hooks hooks = {count_malloc, free};
+
+		for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+			size_t len = 64 << 10, lines = len / strlen(shapes[i].line);
+			char *t = crafted(shapes[i].line, len);
+
+			cJSON_InitHooks(&hooks);
+			allocs = 0;
+			doc = lume_parse_output(t);
+			cJSON_InitHooks(NULL);
+			UNIT_OK((doc || !shapes[i].found) && allocs <= lines * shapes[i].per_line + 16,
+			    "64 KiB of %s, then the array: %s, with %zu allocations for %zu lines", shapes[i].what,
+			    doc ? "found" : "not found", allocs, lines);
+			cJSON_Delete(doc);
+			free(t);
+		}
+		for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+			char *t = crafted(shapes[i].line, 4u << 20);
+
+			t0 = lm_now_ms();
+			doc = lume_parse_output(t);
+			t0 = lm_now_ms() - t0;
+			UNIT_OK((doc || !shapes[i].found) && t0 < 60000, "4 MiB of %s: done in %lld ms (generous bound 60 s)",
+			    shapes[i].what, (long long)t0);
+			cJSON_Delete(doc);
+			free(t);
+		}
+	}
+
+	/* A lume that fills its stderr before stdout: both streams are read together. */
+	{
+		const char *l = fake_lume("lume-noisy", "head -c 204800 /dev/zero | tr \"\\\\0\" x >&2; "
+		    "exec \"$LUME_SIM\" \"$@\"");
+
+		setenv("LUME_SIM", lume, 1);
+		t0 = lm_now_ms();
+		rc = lume_resolve(&v, l, "tahoe-1", 0, lm_now_ms() + 30000, err);
+		UNIT_OK(rc == LM_OK && v && strcmp(v->ip, "192.168.64.5") == 0, "a lume writing 200 KiB to stderr first "
+		    "resolves (%lld ms) %s", (long long)(lm_now_ms() - t0), rc ? err : "");
+		lume_vm_free(v);
+	}
+	/* A hung lume is killed at the deadline, with what it started. */
+	{
+		const char *l = fake_lume("lume-hung", "echo starting; sleep 4321; echo never");
+
+		t0 = lm_now_ms();
+		rc = lume_resolve(&v, l, "tahoe-1", 0, lm_now_ms() + 2000, err);
+		t0 = lm_now_ms() - t0;
+		UNIT_OK(rc == LM_EFAIL && v == NULL && t0 >= 1900 && t0 < 10000, "a hung lume get ends at its deadline "
+		    "(%lld ms)", (long long)t0);
+		UNIT_HAS(err, "VM tahoe-1: lume get: ", "... naming the VM and the command");
+		UNIT_HAS(err, "timed out after 2 s", "... and the time");
+		snprintf(cmd, sizeof cmd, "ps -eo args | grep -q '^sleep 4321$'");
+		UNIT_OK(system(cmd) != 0, "... and its child is gone too");
+		t0 = lm_now_ms();
+		rc = lume_resolve(&v, l, "tahoe-1", 3, lm_now_ms() + 1000, err);
+		t0 = lm_now_ms() - t0;
+		UNIT_OK(rc == LM_EFAIL && t0 >= 2900 && t0 < 10000, "with --wait the run may last to the end of the wait "
+		    "(%lld ms), and is not retried", (long long)t0);
+	}
 
 	rc = lume_list(&all, &n, lume, err);
 	UNIT_OK(rc == LM_OK && n == 4, "lume ls lists 4 VMs %s", rc ? err : "");
