@@ -199,6 +199,51 @@ parse_row(bench_test *t, const cJSON *row, const char *name, int i, int min_samp
 	return LM_OK;
 }
 
+/* tests[0..n) sorted by name (lm_name_sort; pos: the index in tests); NULL when out of
+ * memory (or n is 0). Caller frees. */
+static lm_name_at *
+test_index(const bench_test *tests, size_t n)
+{
+	lm_name_at *ix = n ? calloc(n, sizeof *ix) : NULL;
+
+	if (ix == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (lm_name_at){tests[i].name, i};
+	lm_name_sort(ix, n);
+	return ix;
+}
+
+/* The first of tests[0..n), in row order, whose name an earlier one has (lm_first_repeat). */
+static size_t
+first_repeat(const bench_test *tests, size_t n)
+{
+	const char **names = n ? calloc(n, sizeof *names) : NULL;
+	size_t r;
+
+	if (names == NULL)
+		return n ? (size_t)-1 : 0;
+	for (size_t i = 0; i < n; i++)
+		names[i] = tests[i].name;
+	r = lm_first_repeat(names, n);
+	free(names);
+	return r;
+}
+
+/* A repeated test among tests[0..n) as the error for its row; LM_OK when there is none. */
+static int
+repeat_error(const bench_test *tests, size_t n, const char *name, char *err)
+{
+	size_t r = first_repeat(tests, n);
+
+	if (r == (size_t)-1)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if (r < n)
+		return lm_err(err, LM_EINPUT, "%s: row %zu: a second %s test (rows must differ in n_prompt, n_gen or "
+		    "n_depth)", name, r + 1, tests[r].name);
+	return LM_OK;
+}
+
 int
 bench_parse_json(bench_arm *out, const char *text, size_t len, const char *name, int min_samples, char *err)
 {
@@ -228,21 +273,24 @@ bench_parse_json(bench_arm *out, const char *text, size_t len, const char *name,
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 		goto done;
 	}
+	/* Every row in order; a repeated test is found by one sort, and reported before an
+	 * error in a later row, as a row-by-row check would. */
 	cJSON_ArrayForEach(row, doc) {
 		bench_test *t = &out->tests[out->ntests];
 
-		if ((rc = parse_row(t, row, name, ++i, min_samples, err)) != LM_OK)
+		if ((rc = parse_row(t, row, name, ++i, min_samples, err)) != LM_OK) {
+			char msg[LM_ERRLEN];
+
+			if (repeat_error(out->tests, out->ntests, name, msg) != LM_OK)
+				rc = lm_err(err, LM_EINPUT, "%s", msg);
 			goto done;
-		for (size_t j = 0; j < out->ntests; j++)
-			if (strcmp(out->tests[j].name, t->name) == 0) {
-				rc = lm_err(err, LM_EINPUT, "%s: row %d: a second %s test (rows must differ in n_prompt, "
-				    "n_gen or n_depth)", name, i, t->name);
-				goto done;
-			}
+		}
 		pp += t->n_prompt > 0;
 		tg += t->n_gen > 0;
 		out->ntests++;
 	}
+	if ((rc = repeat_error(out->tests, out->ntests, name, err)) != LM_OK)
+		goto done;
 	if (pp == 0 || tg == 0) {
 		rc = lm_err(err, LM_EINPUT, "%s: no %s test (a pp row has n_prompt > 0, a tg row n_gen > 0)", name,
 		    pp == 0 ? "pp" : "tg");
@@ -478,13 +526,13 @@ fig_json(const bench_test *t)
 	return o;
 }
 
+/* The test of arm a named name, through ix (a's test_index): NULL when a has none. */
 static const bench_test *
-find_test(const bench_arm *a, const char *name)
+find_test(const bench_arm *a, const lm_name_at *ix, const char *name)
 {
-	for (size_t i = 0; i < a->ntests; i++)
-		if (strcmp(a->tests[i].name, name) == 0)
-			return &a->tests[i];
-	return NULL;
+	const lm_name_at *t = lm_name_find(ix, a->ntests, name);
+
+	return t ? &a->tests[t->pos] : NULL;
 }
 
 static const char *
@@ -512,28 +560,40 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
     char *err)
 {
 	const bench_arm *arms[3] = {stock, shim, host};
-	cJSON *t, *o, *tests;
+	lm_name_at *ix[3] = {NULL, NULL, NULL};
+	cJSON *t = NULL, *o, *tests;
 	char *label = NULL;
 	int rc;
 
 	*out = NULL;
 	if ((rc = same_model(stock, shim, err)) != LM_OK || (host && (rc = same_model(stock, host, err)) != LM_OK))
 		return rc;
-	/* Every arm runs the same tests. */
+	for (int a = 0; a < 3; a++)
+		if (arms[a] && arms[a]->ntests && (ix[a] = test_index(arms[a]->tests, arms[a]->ntests)) == NULL) {
+			rc = lm_err(err, LM_EFAIL, "out of memory");
+			goto done;
+		}
+	/* Every arm runs the same tests (each looked up by binary search). */
 	for (int a = 1; a < 3; a++) {
 		if (arms[a] == NULL)
 			continue;
 		for (size_t i = 0; i < stock->ntests; i++)
-			if (find_test(arms[a], stock->tests[i].name) == NULL)
-				return lm_err(err, LM_EINPUT, "%s has no %s test, which %s has", arms[a]->path, stock->tests[i].name,
+			if (find_test(arms[a], ix[a], stock->tests[i].name) == NULL) {
+				rc = lm_err(err, LM_EINPUT, "%s has no %s test, which %s has", arms[a]->path, stock->tests[i].name,
 				    stock->path);
+				goto done;
+			}
 		for (size_t i = 0; i < arms[a]->ntests; i++)
-			if (find_test(stock, arms[a]->tests[i].name) == NULL)
-				return lm_err(err, LM_EINPUT, "%s has no %s test, which %s has", stock->path,
+			if (find_test(stock, ix[0], arms[a]->tests[i].name) == NULL) {
+				rc = lm_err(err, LM_EINPUT, "%s has no %s test, which %s has", stock->path,
 				    arms[a]->tests[i].name, arms[a]->path);
+				goto done;
+			}
 	}
-	if (workload == NULL && (workload = label = bench_label(stock)) == NULL)
-		return lm_err(err, LM_EFAIL, "out of memory");
+	if (workload == NULL && (workload = label = bench_label(stock)) == NULL) {
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
+	}
 	t = cJSON_CreateObject();
 	cJSON_AddStringToObject(t, "format", BENCH_FORMAT);
 	cJSON_AddStringToObject(t, "workload", workload);
@@ -545,8 +605,8 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 			cJSON_AddItemToObject(o, arm_names[a], arm_json(arms[a]));
 	tests = cJSON_AddArrayToObject(t, "tests");
 	for (size_t i = 0; i < stock->ntests; i++) {
-		const bench_test *st = &stock->tests[i], *sh = find_test(shim, st->name),
-		    *ho = host ? find_test(host, st->name) : NULL;
+		const bench_test *st = &stock->tests[i], *sh = find_test(shim, ix[1], st->name),
+		    *ho = host ? find_test(host, ix[2], st->name) : NULL;
 
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "test", st->name);
@@ -560,13 +620,18 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 		add_num(o, "shim_to_host_percent", ho ? 100 * sh->median / ho->median : NAN);
 		cJSON_AddItemToArray(tests, o);
 	}
-	free(label);
 	if (cJSON_GetObjectItemCaseSensitive(t, "tests") == NULL || cJSON_GetArraySize(tests) != (int)stock->ntests) {
-		cJSON_Delete(t);
-		return lm_err(err, LM_EFAIL, "out of memory");
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
 	}
 	*out = t;
-	return LM_OK;
+	t = NULL;
+done:
+	cJSON_Delete(t);
+	free(label);
+	for (int a = 0; a < 3; a++)
+		free(ix[a]);
+	return rc;
 }
 
 static double

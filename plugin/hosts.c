@@ -12,29 +12,55 @@
 
 #define HOSTS_MAX (4u << 20)
 
-static int
-add(guest_target ***v, size_t *n, guest_target *t, const char *path, const char *where, char *err)
-{
-	guest_target **nv;
+/* The hosts as loaded, each with where it came from (a line, or an index in "hosts"). */
+typedef struct {
+	guest_target **v;
+	int *at;
+	size_t n, cap;
+} hostlist;
 
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*v)[i]->name, t->name) == 0) {
+static int
+add(hostlist *l, guest_target *t, int at, char *err)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		guest_target **nv = reallocarray(l->v, cap, sizeof *nv);
+		int *na;
+
+		if (nv != NULL)
+			l->v = nv;
+		if (nv == NULL || (na = reallocarray(l->at, cap, sizeof *na)) == NULL) {
 			guest_target_free(t);
-			return lm_err(err, LM_EINPUT, "%s: %s: host %s is listed twice", path, where, (*v)[i]->name);
+			return lm_err(err, LM_EFAIL, "out of memory");
 		}
-	if ((nv = reallocarray(*v, *n + 1, sizeof *nv)) == NULL) {
-		guest_target_free(t);
-		return lm_err(err, LM_EFAIL, "out of memory");
+		l->at = na;
+		l->cap = cap;
 	}
-	nv[(*n)++] = t;
-	*v = nv;
+	l->v[l->n] = t;
+	l->at[l->n++] = at;
 	return LM_OK;
 }
 
-static int
-load_text(guest_target ***v, size_t *n, char *text, const char *path, const char *user, char *err)
+/* The first host, in file order, whose label an earlier one has (lm_first_repeat). */
+static size_t
+first_repeat(const hostlist *l)
 {
-	char *save = NULL, where[32], msg[LM_ERRLEN];
+	const char **names = l->n ? calloc(l->n, sizeof *names) : NULL;
+	size_t r;
+
+	if (names == NULL)
+		return l->n ? (size_t)-1 : 0;
+	for (size_t i = 0; i < l->n; i++)
+		names[i] = l->v[i]->name;
+	r = lm_first_repeat(names, l->n);
+	free(names);
+	return r;
+}
+
+static int
+load_text(hostlist *hl, char *text, const char *path, const char *user, char *err)
+{
+	char *save = NULL, msg[LM_ERRLEN];
 	int line = 0, rc = LM_OK;
 
 	for (char *l = text; rc == LM_OK && l != NULL; l = save) {
@@ -52,22 +78,21 @@ load_text(guest_target ***v, size_t *n, char *text, const char *path, const char
 			s[k - 1] = '\0';
 		if (*s == '\0')
 			continue;
-		snprintf(where, sizeof where, "line %d", line);
 		if (strpbrk(s, " \t") != NULL || guest_target_host(&t, s, user, msg) != LM_OK)
-			return lm_err(err, LM_EINPUT, "%s: %s: \"%s\" is not user@host[:port]", path, where, s);
+			return lm_err(err, LM_EINPUT, "%s: line %d: \"%s\" is not user@host[:port]", path, line, s);
 		/* The label is the address; the user and port are how to reach it. */
 		free(t->name);
 		if ((t->name = strdup(t->host)) == NULL) {
 			guest_target_free(t);
 			return lm_err(err, LM_EFAIL, "out of memory");
 		}
-		rc = add(v, n, t, path, where, err);
+		rc = add(hl, t, line, err);
 	}
 	return rc;
 }
 
 static int
-load_json(guest_target ***v, size_t *n, const char *text, const char *path, const char *user, char *err)
+load_json(hostlist *l, const char *text, const char *path, const char *user, char *err)
 {
 	cJSON *doc = cJSON_Parse(text), *hosts = cJSON_GetObjectItemCaseSensitive(doc, "hosts"), *h;
 	int rc = LM_OK, i = 0;
@@ -106,7 +131,7 @@ load_json(guest_target ***v, size_t *n, const char *text, const char *path, cons
 			rc = lm_err(err, LM_EFAIL, "out of memory");
 			break;
 		}
-		if ((rc = add(v, n, t, path, where, err)) != LM_OK)
+		if ((rc = add(l, t, i - 1, err)) != LM_OK)
 			break;
 	}
 	cJSON_Delete(doc);
@@ -116,9 +141,10 @@ load_json(guest_target ***v, size_t *n, const char *text, const char *path, cons
 int
 hosts_load(guest_target ***out, size_t *n, const char *path, const char *user, char *err)
 {
-	char *text = NULL, *s;
-	size_t len;
-	int rc;
+	hostlist l = {0};
+	char *text = NULL, *s, msg[LM_ERRLEN] = "";
+	size_t len, dup;
+	int rc, json;
 
 	*out = NULL;
 	*n = 0;
@@ -126,16 +152,25 @@ hosts_load(guest_target ***out, size_t *n, const char *path, const char *user, c
 		return rc == LM_EFAIL ? LM_EINPUT : rc;
 	for (s = text; *s == ' ' || *s == '\t' || *s == '\r' || *s == '\n'; s++)
 		;
-	rc = *s == '{' ? load_json(out, n, text, path, user, err) : load_text(out, n, text, path, user, err);
+	json = *s == '{';
+	rc = json ? load_json(&l, text, path, user, msg) : load_text(&l, text, path, user, msg);
 	free(text);
-	if (rc == LM_OK && *n == 0)
-		rc = lm_err(err, LM_EINPUT, "%s: lists no hosts", path);
+	/* A label given twice before any other error is the error (the hosts come in file order). */
+	if ((dup = first_repeat(&l)) == (size_t)-1)
+		rc = lm_err(msg, LM_EFAIL, "out of memory");
+	else if (dup < l.n)
+		rc = lm_err(msg, LM_EINPUT, json ? "%s: hosts[%d]: host %s is listed twice" :
+		    "%s: line %d: host %s is listed twice", path, l.at[dup], l.v[dup]->name);
+	else if (rc == LM_OK && l.n == 0)
+		rc = lm_err(msg, LM_EINPUT, "%s: lists no hosts", path);
+	free(l.at);
 	if (rc != LM_OK) {
-		hosts_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		hosts_free(l.v, l.n);
+		return lm_err(err, rc, "%s", msg);
 	}
-	return rc;
+	*out = l.v;
+	*n = l.n;
+	return LM_OK;
 }
 
 void

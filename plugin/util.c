@@ -273,6 +273,56 @@ lm_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int
+cmp_name_at(const void *a, const void *b)
+{
+	const lm_name_at *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const lm_name_at *)a)->name, ((const lm_name_at *)b)->name);
+}
+
+void
+lm_name_sort(lm_name_at *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_name_at);
+}
+
+const lm_name_at *
+lm_name_find(const lm_name_at *v, size_t n, const char *name)
+{
+	lm_name_at key = {name, 0};
+
+	return v && n ? bsearch(&key, v, n, sizeof *v, cmp_name) : NULL;
+}
+
+size_t
+lm_first_repeat(const char *const *names, size_t n)
+{
+	lm_name_at *s;
+	size_t first = n;
+
+	if (n < 2)
+		return n;
+	if ((s = calloc(n, sizeof *s)) == NULL)
+		return (size_t)-1;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (lm_name_at){names[i], i};
+	lm_name_sort(s, n);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(s[i - 1].name, s[i].name) == 0 && s[i].pos < first)
+			first = s[i].pos;
+	free(s);
+	return first;
+}
+
 int
 lm_is_sha256(const char *s)
 {

@@ -55,6 +55,20 @@ void lm_sha256_free(lm_sha256 *c);
 /* Monotonic milliseconds, for deadlines. */
 int64_t lm_now_ms(void);
 
+/* Names with where they came from, sorted for n log n repeat checks and lookups. */
+typedef struct {
+	const char *name;
+	size_t pos;
+} lm_name_at;
+/* Sorts v[0..n) by name (bytewise), then pos. */
+void lm_name_sort(lm_name_at *v, size_t n);
+/* In v[0..n) sorted by lm_name_sort, an entry named name, or NULL. */
+const lm_name_at *lm_name_find(const lm_name_at *v, size_t n, const char *name);
+
+/* The first of names[0..n), in order, equal to an earlier one: its index; n when they all
+ * differ; (size_t)-1 when out of memory. Sorts a copy once: n log n. */
+size_t lm_first_repeat(const char *const *names, size_t n);
+
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
 

@@ -53,6 +53,20 @@ pj(bench_arm *a, const char *text, const char *name, int min_samples, char *err)
 	return bench_parse_json(a, text, strlen(text), name, min_samples, err);
 }
 
+/* llama-bench JSON of n pp rows and n tg rows (pp1..ppN, tg1..tgN), samples scaled by f; with
+ * repeat > 0 its last row is a second tg<repeat>. Caller frees with lm_buf_free. */
+static void
+many_rows(lm_buf *b, int n, double f, int repeat)
+{
+	lm_buf_add(b, "[", 1);
+	for (int i = 1; i <= n; i++)
+		for (int tg = 0; tg < 2; tg++)
+			lm_buf_addf(b, "%s{\"gpu_info\":\"Apple Paravirtual device\",\"model_filename\":\"m.gguf\","
+			    "\"model_type\":\"llama 1B\",\"n_prompt\":%d,\"n_gen\":%d,\"samples_ts\":[%g,%g,%g]}",
+			    i > 1 || tg ? "," : "", tg ? 0 : i, tg ? (repeat && i == n ? repeat : i) : 0, 10 * f, 11 * f, 12 * f);
+	lm_buf_add(b, "]", 1);
+}
+
 static int
 count_bench(const cJSON *doc, const char *path, void *ctx)
 {
@@ -290,6 +304,45 @@ main(void)
 	UNIT_OK(bench_table_check(table, err) == LM_EINPUT, "a table without medians is refused");
 	UNIT_OK(bench_render(&out, table, BENCH_CSV, NULL, err) == LM_EINPUT && out.len == 0, "... and not rendered");
 	cJSON_Delete(table);
+
+	/* 40000 rows (a repeat check compared each row with every earlier one, and the table looked
+	 * each test up in a list: 13.5 s). A generous bound, the figure printed. */
+	{
+		lm_buf a = {0}, b = {0}, c = {0};
+		bench_arm sa, sb;
+		int64_t t0 = lm_now_ms();
+
+		many_rows(&a, 20000, 1, 0);
+		many_rows(&b, 20000, 2, 0);
+		rc = bench_parse_json(&sa, a.data, a.len, "big-stock.json", 3, err);
+		rc |= bench_parse_json(&sb, b.data, b.len, "big-shim.json", 3, err);
+		if (rc == LM_OK)
+			rc = bench_table(&table, &sa, &sb, NULL, NULL, err);
+		t0 = lm_now_ms() - t0;
+		UNIT_OK(rc == LM_OK && sa.ntests == 40000 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(table,
+		    "tests")) == 40000 && t0 < 60000, "two arms of 40000 rows parse and compare in %lld ms (generous "
+		    "bound 60 s) %s", (long long)t0, rc ? err : "");
+		UNIT_OK(table && near(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+		    table, "tests"), 39999), "guest_ratio")->valuedouble, 2), "... the last test's ratio is 2");
+		cJSON_Delete(table);
+		table = NULL;
+		bench_arm_free(&sb);
+		many_rows(&c, 20000, 2, 777);
+		rc = bench_parse_json(&sb, c.data, c.len, "big-repeat.json", 3, err);
+		UNIT_OK(rc == LM_EINPUT && sb.tests == NULL, "a repeat in row 40000 is refused");
+		UNIT_HAS(err, "big-repeat.json: row 40000: a second tg777 test", "... naming the row and the test");
+		bench_arm_free(&sa);
+		bench_arm_free(&sb);
+		lm_buf_free(&a);
+		lm_buf_free(&b);
+		lm_buf_free(&c);
+	}
+	rc = pj(&x, "[{\"gpu_info\":\"g\",\"n_prompt\":1,\"n_gen\":0,\"samples_ts\":[1,1,1]},"
+	    "{\"gpu_info\":\"g\",\"n_prompt\":1,\"n_gen\":0,\"samples_ts\":[1,1,1]},"
+	    "{\"gpu_info\":\"g\",\"n_prompt\":2,\"n_gen\":0,\"samples_ts\":[]}]", "rep.json", 1, err);
+	UNIT_OK(rc == LM_EINPUT, "a repeat before a bad row");
+	UNIT_HAS(err, "rep.json: row 2: a second pp1 test", "... is the error reported, as row by row");
+	bench_arm_free(&x);
 
 	/* The guest's hash step: three lines, each bounded and checked (a guest may print anything). */
 	{
