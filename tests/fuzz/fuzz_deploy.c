@@ -52,10 +52,12 @@ run(char op, const char *state)
 	case 'b': case 'B': deploy_bench(&r, t, &o, err); break;
 	default: deploy_one(&r, t, &o, err); break;
 	}
-	if (r != NULL && fuzz_verbose()) {
-		char *j = cJSON_PrintUnformatted(r);
+	if (r != NULL) {
+		int code = deploy_exit_code(&r, 1);
+		char *j = fuzz_verbose() ? cJSON_PrintUnformatted(r) : NULL;
 
-		fprintf(stderr, "%c: exit %d: %s\n", op, deploy_exit_code(&r, 1), j ? j : "?");
+		if (j != NULL)
+			fprintf(stderr, "%c: exit %d: %s\n", op, code, j);
 		free(j);
 	}
 	cJSON_Delete(r);

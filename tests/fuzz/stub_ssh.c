@@ -33,8 +33,8 @@ next_answer(uint8_t *status, const uint8_t **out, size_t *outlen, const uint8_t 
 		return 0;
 	rs = memchr(feed, 0x1e, (size_t)(feed_end - feed));
 	end = rs ? rs : feed_end;
-	*status = feed[0];
-	*out = feed + 1;
+	*status = end > feed ? feed[0] : '0'; /* an empty answer: exit 0, nothing printed */
+	*out = end > feed ? feed + 1 : end;
 	us = memchr(*out, STUB_SSH_US, (size_t)(end - *out));
 	*outlen = (size_t)((us ? us : end) - *out);
 	*err = us ? us + 1 : end;

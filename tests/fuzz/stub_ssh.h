@@ -8,6 +8,7 @@
  *           | "T"       timed out (fails, "timed out" in the message)
  *           | "E"       the channel could not be opened (fails)
  *           | any other byte: ran, exited with the byte's value
+ * An empty answer is "0": exited 0, printed nothing.
  *
  * An upload uses only the status: "0" uploaded, anything else fails with stderr as the reason.
  * Once the answers run out, every exec and upload fails as a lost connection would. */
