@@ -71,7 +71,7 @@ fuzz: deps fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/fuzz.sh $(FUZZ_NAMES)
 fuzz-build: $(FUZZ_BIN)
 fuzz-regress: build/fuzz/regress
-.SECONDARY: $(patsubst %,build/fuzz/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES))
+.SECONDARY: $(FUZZ_OBJ) $(patsubst %,build/fuzz/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES))
 
 build/fuzz/obj/%.o: %.c $(FUZZ_HDRS)
 	@mkdir -p $(@D)
