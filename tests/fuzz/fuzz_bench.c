@@ -30,7 +30,8 @@ FUZZ_TARGET(bench)
 
 	json = fuzz_part(data, size, 0, &jlen);
 	text = fuzz_str(json, jlen);
-	if (fuzz_note("bench_parse_json", bench_parse_json(&arm, text, jlen, "fuzz.json", BENCH_MIN_SAMPLES, err), err) == LM_OK) {
+	if (fuzz_note("bench_parse_json", bench_parse_json(&arm, text, jlen, "fuzz.json", BENCH_MIN_SAMPLES, err),
+	    err) == LM_OK) {
 		if ((se = fuzz_part(data, size, 1, &slen)) != NULL) {
 			char *stderr_text = fuzz_str(se, slen);
 
@@ -47,7 +48,7 @@ FUZZ_TARGET(bench)
 			render(table);
 		cJSON_Delete(table);
 	} else if ((se = fuzz_part(data, size, 1, &slen)) != NULL) {
-		bench_metal m;
+		bench_metal m = {0};
 		char *stderr_text = fuzz_str(se, slen);
 
 		bench_parse_stderr(&m, stderr_text);

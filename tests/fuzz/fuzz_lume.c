@@ -22,7 +22,8 @@ FUZZ_TARGET(lume)
 	if (size)
 		memcpy(answer + 1, data, size);
 	stub_ssh_feed(answer, size + 1);
-	if (ssh_connect(&c, NULL, &o, err) == LM_OK && fuzz_note("lume_list_remote", lume_list_remote(&vms, &n, c, err), err) == LM_OK) {
+	if (ssh_connect(&c, NULL, &o, err) == LM_OK &&
+	    fuzz_note("lume_list_remote", lume_list_remote(&vms, &n, c, err), err) == LM_OK) {
 		for (size_t i = 0; i < n; i++)
 			lume_vm_free(vms[i]);
 		free(vms);
