@@ -1,7 +1,8 @@
 /* A ledger document, as `ledger merge` fetches them from other machines: the input written as
  * the document of a fixed key under a fresh state directory, then ledger_load_last,
- * ledger_each (and, for each "bench" record, what `report --ledger` does with its table),
- * ledger_merge into a second state and back, ledger_append and ledger_load. */
+ * ledger_each (and for each record ledger_record_problem, ledger_record_who and
+ * ledger_probe_summary of its probes; for a "bench" one what `report --ledger` does with its
+ * table), ledger_merge into a second state and back, ledger_append and ledger_load. */
 #include "bench.h"
 #include "fuzz.h"
 #include "ledger.h"
@@ -16,8 +17,13 @@ each(const cJSON *doc, const char *path, void *ctx)
 	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(rec, "kind"),
 			*table = cJSON_GetObjectItemCaseSensitive(rec, "bench");
+		char why[160], who[512];
 		lm_buf out = {0};
 
+		ledger_record_problem(rec, why);
+		ledger_record_who(who, sizeof who, rec);
+		cJSON_Delete(ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(rec, "stock")));
+		cJSON_Delete(ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(rec, "shimmed")));
 		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "bench") != 0 ||
 		    bench_table_check(table, err) != LM_OK)
 			continue;
@@ -59,6 +65,7 @@ FUZZ_TARGET(ledger)
 		ledger_merge(&counts, state, src, 1, err);
 	}
 	cJSON_AddStringToObject(rec, "kind", "deploy");
+	cJSON_AddStringToObject(rec, "vm", "tahoe-1");
 	cJSON_AddStringToObject(rec, "verdict", "pass");
 	fuzz_note("ledger_append", ledger_append(state, key, rec, err), err);
 	ledger_load(&doc, state, key, err);
