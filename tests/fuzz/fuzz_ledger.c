@@ -1,8 +1,9 @@
 /* A ledger document, as `ledger merge` fetches them from other machines: the input written as
  * the document of a fixed key under a fresh state directory, then ledger_load_last,
- * ledger_each (and for each record ledger_record_problem, ledger_record_who and
- * ledger_probe_summary of its probes; for a "bench" one what `report --ledger` does with its
- * table), ledger_merge into a second state and back, ledger_append and ledger_load. */
+ * ledger_each (with ledger_key_label of the document's key, and for each record
+ * ledger_record_problem, ledger_record_who and ledger_probe_summary of its probes; for a
+ * "bench" one what `report --ledger` does with its table), ledger_merge into a second state
+ * and back, ledger_append and ledger_load. */
 #include "bench.h"
 #include "fuzz.h"
 #include "ledger.h"
@@ -11,9 +12,10 @@ static int
 each(const cJSON *doc, const char *path, void *ctx)
 {
 	const cJSON *rec;
-	char err[LM_ERRLEN];
+	char err[LM_ERRLEN], label[512];
 
 	(void)path, (void)ctx;
+	ledger_key_label(label, sizeof label, cJSON_GetObjectItemCaseSensitive(doc, "key"), NULL);
 	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(rec, "kind"),
 			*table = cJSON_GetObjectItemCaseSensitive(rec, "bench");
