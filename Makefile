@@ -58,7 +58,7 @@ clean:
 # build/fuzz/fuzz-NAME; `make fuzz` runs each for FUZZ_SECONDS. Every harness links
 # tests/fuzz/stub_ssh.c in place of plugin/ssh.c. `make test` runs build/fuzz/regress, all the
 # harnesses under $(CC) with ASan and UBSan, over their corpora (tests/fuzz/t-regress.sh).
-FUZZ_NAMES   := lume hosts manifest schema bench ledger payload deploy
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 300
 FUZZ_CC      ?= clang
 FUZZ_LIB     := $(filter-out plugin/ssh.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
