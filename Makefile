@@ -56,3 +56,39 @@ demo: deps all
 
 clean:
 	rm -rf build plugin/lume-metal $(SHIM_CLEAN)
+
+# Fuzzing (tests/fuzz/README.md): one libFuzzer harness per parser, built with clang into
+# build/fuzz/fuzz-NAME; `make fuzz` runs each for FUZZ_SECONDS. Every harness links
+# tests/fuzz/stub_ssh.c in place of plugin/ssh.c. `make test` runs build/fuzz/regress, all the
+# harnesses under $(CC) with ASan and UBSan, over their corpora (tests/fuzz/t-regress.sh).
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 300
+FUZZ_CC      ?= clang
+FUZZ_LIB     := $(filter-out plugin/ssh.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
+FUZZ_HDRS    := $(HDRS) $(wildcard tests/fuzz/*.h)
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB))
+FUZZ_BIN     := $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_NAMES))
+
+.PHONY: fuzz fuzz-build fuzz-regress lint-fuzz
+fuzz: deps fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/fuzz.sh $(FUZZ_NAMES)
+fuzz-build: $(FUZZ_BIN)
+fuzz-regress: build/fuzz/regress
+.SECONDARY: $(FUZZ_OBJ) $(patsubst %,build/fuzz/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES))
+
+build/fuzz/obj/%.o: %.c $(FUZZ_HDRS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(WARN) $(DEFS) $(SAN) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Iplugin -Itests/fuzz -c -o $@ $<
+
+build/fuzz/fuzz-%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
+	$(FUZZ_CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lz
+
+build/fuzz/regress: tests/fuzz/driver.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_NAMES)) $(FUZZ_LIB) $(FUZZ_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(SAN) -DFUZZ_DRIVER $(PKG_CFLAGS) -Iplugin -Itests/fuzz -o $@ \
+	    $(filter %.c,$^) $(PKG_LIBS) -lz
+
+test: fuzz-regress
+lint: lint-fuzz
+lint-fuzz:
+	shellcheck -s sh tests/fuzz/*.sh

@@ -8,6 +8,8 @@ DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl
  ansible-core python3"
 # The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), libcurl.
 DEB="$DEB docker-registry apache2-utils libcurl4-openssl-dev curl"
+# make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness
+DEB="$DEB clang libclang-rt-dev zlib1g-dev"
 command -v npm >/dev/null 2>&1 || DEB="$DEB npm"
 case $(uname -s) in
 Darwin)

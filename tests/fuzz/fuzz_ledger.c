@@ -1,0 +1,81 @@
+/* A ledger document, as `ledger merge` fetches them from other machines: the input written as
+ * the document of a fixed key under a fresh state directory, then ledger_load_last,
+ * ledger_each (with ledger_key_label of the document's key, and for each record
+ * ledger_record_problem, ledger_record_who and ledger_probe_summary of its probes; for a
+ * "bench" one what `report --ledger` does with its table), ledger_merge into a second state
+ * and back, ledger_append and ledger_load. */
+#include "bench.h"
+#include "fuzz.h"
+#include "ledger.h"
+
+static int
+each(const cJSON *doc, const char *path, void *ctx)
+{
+	const cJSON *rec;
+	char err[LM_ERRLEN], label[512];
+
+	(void)path, (void)ctx;
+	ledger_key_label(label, sizeof label, cJSON_GetObjectItemCaseSensitive(doc, "key"), NULL);
+	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(rec, "kind"),
+			*table = cJSON_GetObjectItemCaseSensitive(rec, "bench");
+		char why[160], who[512];
+		lm_buf out = {0};
+
+		ledger_record_problem(rec, why);
+		ledger_record_who(who, sizeof who, rec);
+		cJSON_Delete(ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(rec, "stock")));
+		cJSON_Delete(ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(rec, "shimmed")));
+		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "bench") != 0 ||
+		    bench_table_check(table, err) != LM_OK)
+			continue;
+		bench_render(&out, table, BENCH_TEXT, NULL, err);
+		bench_render(&out, table, BENCH_CSV, "image,digest,", err);
+		bench_render(&out, table, BENCH_MARKDOWN, "| image ", err);
+		lm_buf_free(&out);
+	}
+	return 0;
+}
+
+FUZZ_TARGET(ledger)
+{
+	char state[4200], state2[4200], dir[4300], doc_path[4300], err[LM_ERRLEN];
+	cJSON *key = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.5.2", "25F84", "VirtualMac2,1",
+	    "Apple M1 Ultra (Virtual)", "Linux 6.1.0");
+	cJSON *last = NULL, *doc = NULL, *rec = cJSON_CreateObject();
+	ledger_merge_counts counts;
+	const char *src[1];
+	int recorded = 0;
+
+	snprintf(state, sizeof state, "%s", fuzz_path("state"));
+	snprintf(state2, sizeof state2, "%s", fuzz_path("state2"));
+	snprintf(dir, sizeof dir, "%s/ledger", state);
+	if (key == NULL || rec == NULL || mkdir(state, 0700) != 0 || mkdir(dir, 0700) != 0 ||
+	    ledger_path(doc_path, sizeof doc_path, state, key) != LM_OK)
+		abort();
+	fuzz_write(doc_path, data, size);
+
+	fuzz_note("ledger_load_last", ledger_load_last(&last, &recorded, state, key, "deploy", err), err);
+	cJSON_Delete(last);
+	last = NULL;
+	ledger_load_last(&last, &recorded, state, key, "bench", err);
+	cJSON_Delete(last);
+	fuzz_note("ledger_each", ledger_each(state, each, NULL, err), err);
+	src[0] = doc_path;
+	if (fuzz_note("ledger_merge", ledger_merge(&counts, state2, src, 1, err), err) == LM_OK) {
+		src[0] = state2;
+		ledger_merge(&counts, state, src, 1, err);
+	}
+	cJSON_AddStringToObject(rec, "kind", "deploy");
+	cJSON_AddStringToObject(rec, "vm", "tahoe-1");
+	cJSON_AddStringToObject(rec, "verdict", "pass");
+	fuzz_note("ledger_append", ledger_append(state, key, rec, err), err);
+	ledger_load(&doc, state, key, err);
+
+	cJSON_Delete(doc);
+	cJSON_Delete(rec);
+	cJSON_Delete(key);
+	fuzz_rmtree(state);
+	fuzz_rmtree(state2);
+	return 0;
+}

@@ -1,0 +1,187 @@
+/* stub_ssh: see stub_ssh.h. Linked in place of plugin/ssh.c by every harness; plugin/relay.c
+ * stays (it uses ssh.h alone, and no harness opens a relay). */
+#include "stub_ssh.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssh.h"
+
+struct ssh_conn {
+	unsigned execs;
+	char where[320];
+};
+
+static const uint8_t *feed, *feed_end;
+
+void
+stub_ssh_feed(const uint8_t *d, size_t n)
+{
+	feed = d;
+	feed_end = d ? d + n : NULL;
+}
+
+/* The next answer: its status byte, stdout and stderr. 0 when there are no more. */
+static int
+next_answer(uint8_t *status, const uint8_t **out, size_t *outlen, const uint8_t **err, size_t *errlen)
+{
+	const uint8_t *rs, *us, *end;
+
+	if (feed == NULL || feed >= feed_end)
+		return 0;
+	rs = memchr(feed, 0x1e, (size_t)(feed_end - feed));
+	end = rs ? rs : feed_end;
+	*status = end > feed ? feed[0] : '0'; /* an empty answer: exit 0, nothing printed */
+	*out = end > feed ? feed + 1 : end;
+	us = memchr(*out, STUB_SSH_US, (size_t)(end - *out));
+	*outlen = (size_t)((us ? us : end) - *out);
+	*err = us ? us + 1 : end;
+	*errlen = (size_t)(end - *err);
+	feed = rs ? rs + 1 : feed_end;
+	return 1;
+}
+
+static int
+conn_new(ssh_conn **out, const ssh_opts *o, char *err)
+{
+	if ((*out = calloc(1, sizeof **out)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	snprintf((*out)->where, sizeof (*out)->where, "%s@%s:%d", o->user ? o->user : "?", o->host ? o->host : "?",
+	    o->port ? o->port : 22);
+	return LM_OK;
+}
+
+int
+ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err)
+{
+	if (why)
+		*why = 0;
+	return conn_new(out, o, err);
+}
+
+int
+ssh_connect_fd(ssh_conn **out, int *why, const ssh_opts *o, int fd, char *err)
+{
+	close(fd);
+	if (why)
+		*why = 0;
+	return conn_new(out, o, err);
+}
+
+void
+ssh_close(ssh_conn *c)
+{
+	free(c);
+}
+
+unsigned
+ssh_exec_count(const ssh_conn *c)
+{
+	return c->execs;
+}
+
+struct _LIBSSH2_SESSION *
+ssh_session(ssh_conn *c)
+{
+	(void)c;
+	return NULL;
+}
+
+int
+ssh_fd(const ssh_conn *c)
+{
+	(void)c;
+	return -1;
+}
+
+const char *
+ssh_where(const ssh_conn *c)
+{
+	return c->where;
+}
+
+void
+ssh_result_free(ssh_result *r)
+{
+	lm_buf_free(&r->out);
+	lm_buf_free(&r->err);
+}
+
+int
+ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+{
+	const uint8_t *o, *e;
+	size_t olen, elen;
+	uint8_t st;
+
+	(void)cmd, (void)in, (void)inlen;
+	memset(r, 0, sizeof *r);
+	r->exit_code = -1;
+	c->execs++;
+	if (!next_answer(&st, &o, &olen, &e, &elen))
+		return lm_err(err, LM_EFAIL, "%s: cannot open a channel: the connection was lost", c->where);
+	if (st == 'E')
+		return lm_err(err, LM_EFAIL, "%s: cannot open a channel: stub", c->where);
+	if ((olen && lm_buf_add(&r->out, o, olen) != 0) || (elen && lm_buf_add(&r->err, e, elen) != 0))
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if (st == 'T')
+		return lm_err(err, LM_EFAIL, "%s: timed out", c->where);
+	if (st == 'S') {
+		snprintf(r->signal, sizeof r->signal, "KILL");
+		return lm_err(err, LM_EFAIL, "%s: the command died of signal KILL", c->where);
+	}
+	r->exit_code = st >= '0' && st <= '9' ? st - '0' : st;
+	return LM_OK;
+}
+
+static int
+upload(ssh_conn *c, uint64_t *sent, char *err)
+{
+	const uint8_t *o, *e;
+	size_t olen, elen;
+	uint8_t st;
+
+	*sent = 0;
+	c->execs++;
+	if (!next_answer(&st, &o, &olen, &e, &elen))
+		return lm_err(err, LM_EFAIL, "%s: cannot open SFTP: the connection was lost", c->where);
+	if (st != '0')
+		return lm_err(err, LM_EFAIL, "%s: upload: %s%.*s", c->where, st == 'T' ? "timed out: " : "",
+		    (int)(elen > 300 ? 300 : elen), (const char *)e);
+	*sent = olen;
+	return LM_OK;
+}
+
+int
+ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const char *name, uint64_t *sent, char *err)
+{
+	(void)local, (void)remote_dir, (void)name;
+	return upload(c, sent, err);
+}
+
+int
+ssh_upload_scp(ssh_conn *c, const char *local, const char *remote_dir, const char *name, uint64_t *sent,
+    char *err)
+{
+	(void)local, (void)remote_dir, (void)name;
+	return upload(c, sent, err);
+}
+
+/* Nothing runs the command: the words joined by spaces do. */
+int
+ssh_quote_argv(lm_buf *out, const char *const *argv)
+{
+	for (size_t i = 0; argv[i] != NULL; i++)
+		if ((i > 0 && lm_buf_add(out, " ", 1) != 0) || lm_buf_add(out, argv[i], strlen(argv[i])) != 0)
+			return LM_EFAIL;
+	return LM_OK;
+}
+
+void
+ssh_fingerprint(char out[64], const unsigned char *blob, size_t len)
+{
+	(void)blob, (void)len;
+	snprintf(out, 64, "SHA256:stub");
+}
