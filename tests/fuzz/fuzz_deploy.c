@@ -49,7 +49,7 @@ run(char op, const char *state)
 	case 'p': deploy_probe(&r, t, &o, err); break;
 	case 's': deploy_status(&r, t, &o, err); break;
 	case 'r': case 'R': deploy_rollback(&r, t, &o, err); break;
-	case 'b': case 'B': deploy_bench(&r, t, &o, err); break;
+	case 'b': case 'B': bench_vm_run(&r, t, &o, err); break;
 	default: deploy_one(&r, t, &o, err); break;
 	}
 	if (r != NULL) {
