@@ -248,56 +248,20 @@ read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
 	return LM_OK;
 }
 
-/* Whether entry e is for the host c's key is known under, whatever its key type. */
-static int
-same_host(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, const struct libssh2_knownhost *e)
-{
-	struct libssh2_knownhost *m = NULL;
-	unsigned char *blob;
-	char name[300];
-	size_t n;
-	int len, type, r;
-
-	if (e->name != NULL) {
-		if (key_port(c) == 22 && strcasecmp(e->name, key_name(c)) == 0)
-			return 1;
-		snprintf(name, sizeof name, "[%s]:%d", key_name(c), key_port(c));
-		return strcasecmp(e->name, name) == 0;
-	}
-	/* A hashed name: ask libssh2 whether the name matches, with this entry's own key. */
-	if (e->key == NULL || (n = strlen(e->key)) == 0 || (blob = malloc(n)) == NULL)
-		return 0;
-	len = EVP_DecodeBlock(blob, (const unsigned char *)e->key, (int)n);
-	while (len > 0 && n > 0 && e->key[n - 1] == '=')
-		n--, len--;
-	type = e->typemask & LIBSSH2_KNOWNHOST_KEY_MASK;
-	r = len > 0 && type != LIBSSH2_KNOWNHOST_KEY_UNKNOWN ? libssh2_knownhost_checkp(kh, key_name(c), key_port(c),
-	    (const char *)blob, (size_t)len, LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | type, &m)
-	    : LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
-	free(blob);
-	return r == LIBSSH2_KNOWNHOST_CHECK_MATCH;
-}
-
 /* MATCH, MISMATCH (*found: the entry the key differs from) or NOTFOUND. libssh2 answers
  * NOTFOUND for a host known only by another key type; OpenSSH calls that a changed key, and
- * so does this: any entry for the name, of any type, makes a key that matches none a mismatch. */
+ * so does this: asked again with no key type in the mask, libssh2 compares the key with every
+ * entry for the name (hashed ones included), so any entry of any type makes it a mismatch. */
 static int
 known_check(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, const char *key, size_t len, int mask,
     struct libssh2_knownhost **found)
 {
-	struct libssh2_knownhost *e = NULL, *prev = NULL;
 	int r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask, found);
 
 	if (r != LIBSSH2_KNOWNHOST_CHECK_NOTFOUND)
 		return r;
-	while (libssh2_knownhost_get(kh, &e, prev) == 0) {
-		if (same_host(c, kh, e)) {
-			*found = e;
-			return LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
-		}
-		prev = e;
-	}
-	return LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
+	r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask & ~LIBSSH2_KNOWNHOST_KEY_MASK, found);
+	return r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH ? r : LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
 }
 
 /* OpenSSH's name of a libssh2 host key type. */

@@ -367,6 +367,15 @@ main(void)
 		if (rc == LM_OK)
 			ssh_close(c);
 		c = NULL;
+		run("ssh-keygen -q -H -f %s >/dev/null 2>&1 && rm -f %s.old", known);
+		snprintf(before, sizeof before, "%s", slurp(known));
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_HOSTKEY_MISMATCH && strstr(before, "\n|1|") && !strstr(before, "[127.0.0.2]"),
+		    "... and so it is when known_hosts holds hashed names (ssh-keygen -H)");
+		UNIT_OK(strcmp(before, slurp(known)) == 0, "... still unchanged");
+		if (rc == LM_OK)
+			ssh_close(c);
+		c = NULL;
 	}
 	stop();
 
