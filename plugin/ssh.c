@@ -234,12 +234,20 @@ printable(char out[80], const char *name)
 	return out;
 }
 
-/* Reads known_hosts into kh; a missing file is an empty one. */
+/* Reads known_hosts into kh; a missing file is an empty one, and what is not a regular file
+ * (a FIFO would block libssh2's fopen past the deadline) is refused. */
 static int
 read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
 {
-	if (access(c->o->known_hosts, F_OK) != 0 && errno == ENOENT)
-		return LM_OK;
+	struct stat st;
+
+	if (stat(c->o->known_hosts, &st) != 0) {
+		if (errno == ENOENT)
+			return LM_OK;
+		return lm_err(err, LM_EINPUT, "%s: known hosts %s: %s", c->where, c->o->known_hosts, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return lm_err(err, LM_EINPUT, "%s: known hosts %s: not a regular file", c->where, c->o->known_hosts);
 	if (libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0) {
 		if (errno == EMFILE || errno == ENFILE)
 			ssh_nofds_note();

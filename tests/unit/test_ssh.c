@@ -172,6 +172,20 @@ main(void)
 	snprintf(cmd, sizeof cmd, "ssh-keygen -F '[127.0.0.2]:%d' -f %s >/dev/null", port, known);
 	UNIT_OK(system(cmd) == 0, "... in a form OpenSSH's ssh-keygen -F finds");
 
+	/* A FIFO as known_hosts is refused, not waited on. */
+	{
+		char fifo[4300];
+		int64_t t1 = lm_now_ms();
+
+		snprintf(fifo, sizeof fifo, "%s/kh-fifo", dir);
+		mkfifo(fifo, 0600);
+		o = opts(3000);
+		o.known_hosts = fifo;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && lm_now_ms() - t1 < 2000, "a FIFO as known_hosts is refused at once");
+		UNIT_HAS(err, "not a regular file", "... saying so");
+	}
+
 	/* A Mac host's VM names become host-key names "HOST/VM". */
 	{
 		static const char *const bad[] = {"mac1/x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKmO1Y2UO2H9xs7B5j0mP7nLXu0KzJ0wQk0Ue6lqXJtI c\ngithub.com",
