@@ -991,8 +991,11 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
-	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
 		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+	}
 	if ((buf = malloc(UPLOAD_CHUNK)) == NULL) {
 		close(fd);
 		return lm_err(err, LM_EFAIL, "out of memory");
@@ -1073,6 +1076,8 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
 	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
 		rc = lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
 		if (fd >= 0)
 			close(fd);

@@ -54,7 +54,7 @@ int ssh_take_env_password(void);
  * newline, comma or wildcard (state `refused`), before connecting. */
 int ssh_vm_name_ok(const char *name);
 
-/* Whether the calling thread's connection attempts since its last call ran out of file
+/* Whether the calling thread's connections or uploads since its last call ran out of file
  * descriptors (the SSH layer and the relay note it); clears it. The fleet counts such a VM as
  * failed, not against the failure budget. */
 void ssh_nofds_note(void);

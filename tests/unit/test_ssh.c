@@ -391,6 +391,41 @@ main(void)
 			ssh_close(c);
 		c = NULL;
 	}
+	/* No file descriptor left: the controller's fault, not the guest's. */
+	{
+		struct rlimit was, rl;
+		int fds[64], nfd = 0;
+
+		ssh_conn *c2 = NULL;
+		char kh2[4300], local[4300];
+		uint64_t sent;
+
+		snprintf(kh2, sizeof kh2, "%s/kh-nofds", dir);
+		snprintf(local, sizeof local, "%s/blob", dir);
+		o = opts(5000);
+		o.known_hosts = kh2;
+		o.accept_new = 1;
+		rc = ssh_connect(&c2, &why, &o, err);
+		UNIT_OK(rc == LM_OK, "(a session for the upload below) %s", rc ? err : "");
+		getrlimit(RLIMIT_NOFILE, &was);
+		rl = was;
+		rl.rlim_cur = 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		while (nfd < 64 && (fds[nfd] = open("/dev/null", O_RDONLY)) >= 0)
+			nfd++;
+		o = opts(3000);
+		ssh_nofds_take();
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_NOFDS && ssh_nofds_take(), "out of file descriptors is not unreachable");
+		UNIT_HAS(err, "out of file descriptors", "... saying so");
+		ssh_nofds_take();
+		rc = c2 ? ssh_upload(c2, local, "/tmp", "lm-unit-nofds", &sent, err) : LM_OK;
+		UNIT_OK(rc != LM_OK && ssh_nofds_take(), "an upload that cannot open its file for want of descriptors says so");
+		while (nfd > 0)
+			close(fds[--nfd]);
+		setrlimit(RLIMIT_NOFILE, &was);
+		ssh_close(c2);
+	}
 	stop();
 
 	/* A listener that accepts TCP and never speaks. */
@@ -418,26 +453,6 @@ main(void)
 	UNIT_OK(rc != LM_OK && why == SSH_UNREACHABLE, "a closed port is unreachable");
 	UNIT_HAS(err, "cannot connect", "... saying so");
 
-	/* No file descriptor left: the controller's fault, not the guest's. */
-	{
-		struct rlimit was, rl;
-		int fds[64], nfd = 0;
-
-		getrlimit(RLIMIT_NOFILE, &was);
-		rl = was;
-		rl.rlim_cur = 64;
-		setrlimit(RLIMIT_NOFILE, &rl);
-		while (nfd < 64 && (fds[nfd] = open("/dev/null", O_RDONLY)) >= 0)
-			nfd++;
-		o = opts(3000);
-		ssh_nofds_take();
-		rc = ssh_connect(&c, &why, &o, err);
-		UNIT_OK(rc != LM_OK && why == SSH_NOFDS && ssh_nofds_take(), "out of file descriptors is not unreachable");
-		UNIT_HAS(err, "out of file descriptors", "... saying so");
-		while (nfd > 0)
-			close(fds[--nfd]);
-		setrlimit(RLIMIT_NOFILE, &was);
-	}
 
 	run("rm -rf %s", dir);
 	UNIT_DONE();
