@@ -60,4 +60,15 @@ el=$( (ulimit -n 32 && mute_run $K --timeout 1 --parallel $K) )
 printf '# %s guests under ulimit -n 32 (soft and hard), --parallel %s: %ss\n' $K $K "$el"
 check "under a hard limit of 32, all $K still timeout" test "$(count timeout)" -eq $K
 check "... none unreachable, none 'cannot connect: Success'" sh -c '! grep -q -e unreachable -e Success "$1"' - "$T/run.out"
+
+# No descriptor at all for a socket (ulimit -n 5: stdio and the payload take them): each VM is
+# failed, saying so, and not counted against --max-fail 0, so every one is tried (LeakSanitizer
+# needs descriptors of its own at exit).
+(
+	ulimit -n 5
+	ASAN_OPTIONS=detect_leaks=0 "$LM" deploy --target linux-sim --max-fail 0 --timeout 2 --known-hosts "$T/kh" --state "$T/state" --json \
+		--host "$ME@127.0.0.61:$PORT" --host "$ME@127.0.0.61:$((PORT + 1))" --host "$ME@127.0.0.61:$((PORT + 2))"
+) >"$T/nofds.out" 2>&1
+check "with no descriptor for a socket, all 3 VMs are failed" test "$(grep -c '"state":"failed",.*this controller ran out of file descriptors' "$T/nofds.out")" -eq 3
+check "... none unreachable and none skipped by --max-fail 0" sh -c '! grep -q -e unreachable -e skipped "$1"' - "$T/nofds.out"
 t_done
