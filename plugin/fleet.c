@@ -83,9 +83,13 @@ fleet_fd_limit(void)
 		want = rl.rlim_max;
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
 		return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
-	rl.rlim_cur = want;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return -1;
+	/* macOS also refuses more than kern.maxfilesperproc: halve until it takes. */
+	for (rlim_t was = rl.rlim_cur; want > was; want /= 2) {
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			break;
+		rl.rlim_cur = was;
+	}
 	return rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
 }
 
