@@ -22,8 +22,8 @@ perl -MIO::Socket::INET -MIO::Select -e '
 	while (time < $end) { push @held, $_->accept for $sel->can_read(1) }' "$PORT" "$N" >"$T/mute.log" 2>&1 &
 mute=$!
 t_defer "kill $mute 2>/dev/null"
-i=0; while ! grep -q ready "$T/mute.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-grep -q ready "$T/mute.log" || { not_ok "the silent listeners did not start"; cat "$T/mute.log"; t_done; }
+i=0; while ! grep -qs ready "$T/mute.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+grep -qs ready "$T/mute.log" || { not_ok "the silent listeners did not start"; cat "$T/mute.log"; t_done; }
 
 # mute_run K ARGS...: status over the first K silent guests, --json into $T/run.out; prints seconds.
 mute_run() {
