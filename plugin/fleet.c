@@ -1,11 +1,26 @@
 /* fleet: see fleet.h. */
 #include "fleet.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
+#include "ssh.h"
 #include "util.h"
+
+/* File descriptors one VM in flight may hold at once: its socket (or both ends of a relay
+ * socketpair), known_hosts being read, a password file or key being checked, lume's pipes.
+ * Some stay spare for the rest of the process (stdio, ledger, payload, the known_hosts lock
+ * and append, one thread at a time); the relay's host sessions, opened before, count as open. */
+#define FDS_PER_VM 4
+#define FDS_SPARE 16
+/* Raised no higher than this: a descriptor limit in the millions buys nothing. */
+#define FDS_WANTED 65536
 
 typedef struct {
 	pthread_mutex_t mu;
@@ -52,6 +67,65 @@ skipped(const guest_target *t, const char *why)
 	return o;
 }
 
+int
+fleet_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = FDS_WANTED;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+#ifdef OPEN_MAX
+	if (want > OPEN_MAX) /* macOS refuses a soft limit above OPEN_MAX, whatever the hard one */
+		want = OPEN_MAX;
+#endif
+	if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+		want = rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
+	/* macOS also refuses more than kern.maxfilesperproc: halve until it takes. */
+	for (rlim_t was = rl.rlim_cur; want > was; want /= 2) {
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			break;
+		rl.rlim_cur = was;
+	}
+	return rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
+}
+
+/* Descriptors open now: the entries of /dev/fd (Linux and macOS), less the directory's own. */
+static long
+fds_open(long limit)
+{
+	DIR *d = opendir("/dev/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (d == NULL) /* out of descriptors already, or no /dev/fd: probe them */
+		for (long fd = 0; fd < limit && fd < 4096; fd++)
+			n += fcntl((int)fd, F_GETFD) != -1;
+	else {
+		while ((e = readdir(d)) != NULL)
+			n += e->d_name[0] != '.';
+		closedir(d);
+		n--;
+	}
+	return n;
+}
+
+int
+fleet_parallel_max(void)
+{
+	struct rlimit rl;
+	long limit, left;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1L << 24)
+		return 1 << 20;
+	limit = (long)rl.rlim_cur;
+	left = (limit - fds_open(limit) - FDS_SPARE) / FDS_PER_VM;
+	return left < 1 ? 1 : left > 1 << 20 ? 1 << 20 : (int)left;
+}
+
 typedef struct {
 	pthread_mutex_t mu;
 	size_t next, n;
@@ -80,12 +154,14 @@ void
 fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx)
 {
 	each_run e = {.mu = PTHREAD_MUTEX_INITIALIZER, .n = n, .fn = fn, .ctx = ctx};
-	size_t nth = (size_t)(parallel > 0 ? parallel : 1), started = 0;
+	size_t nth = (size_t)(parallel > 0 ? parallel : 1), started = 0, fit;
 	pthread_attr_t at;
 	pthread_t *th;
 
 	if (nth > n)
 		nth = n;
+	if (nth > 1 && nth > (fit = (size_t)fleet_parallel_max()))
+		nth = fit;
 	pthread_attr_init(&at);
 	pthread_attr_setstacksize(&at, 512u << 10); /* the deepest path (SFTP upload) touches ~40 KiB */
 	if (nth > 1 && (th = calloc(nth, sizeof *th)) != NULL) {
@@ -102,13 +178,14 @@ fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx)
 	pthread_attr_destroy(&at);
 }
 
-/* Stores VM i's result, counts it against the budget and reports it. Under r->mu. */
+/* Stores VM i's result, counts it against the budget (unless the controller itself ran out of
+ * file descriptors: not the VM's fault) and reports it. Under r->mu. */
 static void
-settle(run *r, size_t i, cJSON *res)
+settle(run *r, size_t i, cJSON *res, int ours)
 {
 	r->results[i] = res;
 	r->done++;
-	if (fleet_failed(res)) {
+	if (fleet_failed(res) && !ours) {
 		r->failed++;
 		if (over_budget(r) && !r->stopped) {
 			r->stopped = 1;
@@ -119,6 +196,24 @@ settle(run *r, size_t i, cJSON *res)
 		r->f->progress(r->f->progress_ctx, i, res, r->done, r->n);
 }
 
+/* A VM that failed because this process ran out of file descriptors is `failed`, whatever the
+ * connection's state said (`unreachable` for a socket that could not be made): the VM is not
+ * at fault, so it does not count against --max-fail either. */
+static void
+nofds_failed(cJSON *res)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(res, "message");
+	char msg[LM_ERRLEN + 160];
+
+	snprintf(msg, sizeof msg, "this controller ran out of file descriptors (not the VM's fault; not counted "
+	    "against --max-fail): %s", cJSON_IsString(m) ? m->valuestring : "");
+	cJSON_ReplaceItemInObjectCaseSensitive(res, "state", cJSON_CreateString("failed"));
+	if (m != NULL)
+		cJSON_ReplaceItemInObjectCaseSensitive(res, "message", cJSON_CreateString(msg));
+	else
+		cJSON_AddStringToObject(res, "message", msg);
+}
+
 /* One VM of the current wave; none is started once the run has stopped. */
 static void
 run_vm(void *arg, size_t k)
@@ -127,6 +222,7 @@ run_vm(void *arg, size_t k)
 	size_t i = r->start + k;
 	char err[LM_ERRLEN];
 	cJSON *res = NULL;
+	int ours;
 
 	pthread_mutex_lock(&r->mu);
 	if (r->stopped) {
@@ -134,6 +230,7 @@ run_vm(void *arg, size_t k)
 		return;
 	}
 	pthread_mutex_unlock(&r->mu);
+	ssh_nofds_take();
 	if (r->fn(&res, r->targets[i], r->o, err) != LM_OK || res == NULL) {
 		cJSON_Delete(res);
 		res = cJSON_CreateObject();
@@ -141,8 +238,10 @@ run_vm(void *arg, size_t k)
 		cJSON_AddStringToObject(res, "state", "failed");
 		cJSON_AddStringToObject(res, "message", err);
 	}
+	if ((ours = ssh_nofds_take() && fleet_failed(res)))
+		nofds_failed(res);
 	pthread_mutex_lock(&r->mu);
-	settle(r, i, res);
+	settle(r, i, res, ours);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -202,7 +301,7 @@ fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const 
 	for (size_t i = 0; i < n; i++)
 		if (results[i] == NULL) {
 			pthread_mutex_lock(&r.mu);
-			settle(&r, i, skipped(targets[i], r.why ? r.why : "not started"));
+			settle(&r, i, skipped(targets[i], r.why ? r.why : "not started"), 0);
 			pthread_mutex_unlock(&r.mu);
 		}
 	if (r.stopped && f->rollback_on_fail)

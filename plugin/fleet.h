@@ -27,11 +27,23 @@ typedef struct {
 	void *progress_ctx;
 } fleet_opts;
 
-/* Calls fn(ctx, i) for every i in [0, n) on at most `parallel` threads (the pool); returns
- * when all are done. fn runs concurrently with itself. */
+/* Raises this process's soft limit of open files toward the hard one (at most 65536, and
+ * OPEN_MAX on macOS, whose default soft limit is 256); main calls it at start. Returns the soft
+ * limit now, or -1. */
+int fleet_fd_limit(void);
+
+/* How many VMs may be in flight at once with the file descriptors left now (4 each, 16 kept
+ * spare); at least 1. fleet_each never runs more threads than this; the CLI may tell the user
+ * when --parallel is above it. */
+int fleet_parallel_max(void);
+
+/* Calls fn(ctx, i) for every i in [0, n) on at most `parallel` threads (the pool), and at most
+ * fleet_parallel_max(); returns when all are done. fn runs concurrently with itself. */
 void fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx);
 
-/* True for the states that count as a failure against the budget. */
+/* True for the states that count as a failure (exit code, budget). A VM whose connection ran out
+ * of this process's file descriptors (ssh_nofds_take) is made `failed`, its message saying so,
+ * and is not counted against the budget. */
 int fleet_failed(const cJSON *result);
 
 /* Runs fn on targets[0..n); results[i] (caller frees) gets each VM's result. A VM not started

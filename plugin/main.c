@@ -11,6 +11,8 @@
 #include <libssh2.h>
 
 #include "cli.h"
+#include "fleet.h"
+#include "ssh.h"
 
 #define CONN_FLAGS \
 	"\nConnection (every command that reaches a VM):\n" \
@@ -201,6 +203,12 @@ main(int argc, char **argv)
 {
 	const cli_command *c;
 
+	/* Before anything can start a child: the password stays in this process alone. */
+	if (ssh_take_env_password() < 0)
+		fprintf(stderr, "lume-metal: warning: $LUME_METAL_PASSWORD is too long (1023 bytes at most); not using it\n");
+	/* macOS starts a process with 256 descriptors: a fleet needs more (fleet_each sizes its pool
+	 * to what is left). */
+	fleet_fd_limit();
 	if (libssh2_init(0) != 0)
 		return cli_error(EXIT_SOMEFAIL, "libssh2_init failed");
 	/* A guest or relay socket that closes under a write is an error to report, not a death. */

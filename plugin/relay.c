@@ -408,8 +408,16 @@ relay_open(relay *r, size_t idx, const char *addr, int port, int64_t deadline_ms
 		return lm_err(err, LM_EINPUT, "relay: no host %zu, or address too long", idx);
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		int e = errno;
+
 		free(q);
-		return lm_err(err, LM_EFAIL, "socketpair: %s", strerror(errno));
+		if (e == EMFILE || e == ENFILE) {
+			ssh_nofds_note();
+			*why = SSH_NOFDS;
+			return lm_err(err, LM_EFAIL, "cannot open a relay channel: out of file descriptors (this "
+			    "process's limit; fewer at once with --parallel, or raise ulimit -n)");
+		}
+		return lm_err(err, LM_EFAIL, "socketpair: %s", strerror(e));
 	}
 	fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK);
 	q->host = idx;

@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXEC_OUT_MAX (16u << 20)
 /* An upload's read buffer, on the heap: a pool thread's stack pages stay resident for the
  * whole run once touched, a freed buffer is reused by the next upload. */
 #define UPLOAD_CHUNK (32u << 10)
@@ -31,6 +30,24 @@ struct ssh_conn {
 	char where[300]; /* user@host:port, for messages */
 	unsigned execs;  /* channels opened: exec, SFTP, SCP */
 };
+
+/* Set when this thread's connection ran out of file descriptors (see ssh_nofds_take). */
+static _Thread_local int nofds;
+
+void
+ssh_nofds_note(void)
+{
+	nofds = 1;
+}
+
+int
+ssh_nofds_take(void)
+{
+	int was = nofds;
+
+	nofds = 0;
+	return was;
+}
 
 /* Sets the session's per-call timeout to what is left; false when nothing is left. */
 static int
@@ -72,8 +89,17 @@ tcp_connect(ssh_conn *c, int *why, char *err)
 		struct pollfd p;
 		int64_t left;
 
-		if (fd < 0)
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			freeaddrinfo(res);
+			ssh_nofds_note();
+			*why = SSH_NOFDS;
+			return lm_err(err, LM_EFAIL, "%s: cannot connect: out of file descriptors (this process's "
+			    "limit; fewer at once with --parallel, or raise ulimit -n)", c->where);
+		}
+		if (fd < 0) {
+			last = errno;
 			continue;
+		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
 			p = (struct pollfd){.fd = fd, .events = POLLOUT};
@@ -167,22 +193,167 @@ key_port(const ssh_conn *c)
 	return c->o->host_key_alias ? 22 : c->o->port ? c->o->port : 22;
 }
 
-/* Adds a host key to known_hosts. Workers of one run and other runs may add keys at the same
- * time: the file is read, checked again and rewritten under a mutex and an flock, so no
- * writer drops another's line. */
+/* Lume has no rule of its own for VM names (trycua/cua libs/lume: LumeController's
+ * normalizeVMName only turns "name:tag" into "name_tag", and Home.getVMDirectory makes the name a
+ * directory), so this is a conservative one: letters, digits, '.', '_' and '-', not starting
+ * with '-' or '.', at most 64 bytes. */
+int
+ssh_vm_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64 || name[0] == '-' || name[0] == '.')
+		return 0;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* A name fit to be written into known_hosts: host names and addresses (IPv6 and its %zone
+ * included) only, so no space, newline, comma, wildcard, negation or marker can turn one line
+ * into another host's entry; the VM of an alias "HOST/VM" must also pass ssh_vm_name_ok. */
 static int
-add_known(ssh_conn *c, const char *name, const char *key, size_t len, int mask, char *err)
+key_name_ok(const ssh_conn *c)
+{
+	const char *name = key_name(c), *vm = c->o->host_key_alias ? strrchr(name, '/') : NULL;
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 255 || name[0] == '-' ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:%/") != n)
+		return 0;
+	return vm == NULL || ssh_vm_name_ok(vm + 1);
+}
+
+/* name as it may go into a message: what is not printable ASCII becomes '?'. */
+static const char *
+printable(char out[80], const char *name)
+{
+	size_t i;
+
+	for (i = 0; name[i] != '\0' && i < 79; i++)
+		out[i] = name[i] > 0x20 && name[i] < 0x7f ? name[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
+/* Reads known_hosts into kh; a missing file is an empty one, and what is not a regular file
+ * (a FIFO would block libssh2's fopen past the deadline) is refused. */
+static int
+read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
+{
+	struct stat st;
+
+	if (stat(c->o->known_hosts, &st) != 0) {
+		if (errno == ENOENT)
+			return LM_OK;
+		return lm_err(err, LM_EINPUT, "%s: known hosts %s: %s", c->where, c->o->known_hosts, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return lm_err(err, LM_EINPUT, "%s: known hosts %s: not a regular file", c->where, c->o->known_hosts);
+	if (libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
+		return lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
+	}
+	return LM_OK;
+}
+
+/* MATCH, MISMATCH (*found: the entry the key differs from) or NOTFOUND. libssh2 answers
+ * NOTFOUND for a host known only by another key type; OpenSSH calls that a changed key, and
+ * so does this: asked again with no key type in the mask, libssh2 compares the key with every
+ * entry for the name (hashed ones included), so any entry of any type makes it a mismatch. */
+static int
+known_check(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, const char *key, size_t len, int mask,
+    struct libssh2_knownhost **found)
+{
+	int r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask, found);
+
+	if (r != LIBSSH2_KNOWNHOST_CHECK_NOTFOUND)
+		return r;
+	r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask & ~LIBSSH2_KNOWNHOST_KEY_MASK, found);
+	return r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH ? r : LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
+}
+
+/* OpenSSH's name of a libssh2 host key type. */
+static const char *
+key_type_name(int type)
+{
+	switch (type) {
+	case LIBSSH2_HOSTKEY_TYPE_RSA: return "ssh-rsa";
+	case LIBSSH2_HOSTKEY_TYPE_DSS: return "ssh-dss";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256: return "ecdsa-sha2-nistp256";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384: return "ecdsa-sha2-nistp384";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return "ecdsa-sha2-nistp521";
+	case LIBSSH2_HOSTKEY_TYPE_ED25519: return "ssh-ed25519";
+	default: return NULL;
+	}
+}
+
+/* Appends "NAME KEYTYPE BASE64\n" to known_hosts with O_APPEND, as OpenSSH does: every other
+ * line and comment stays as it is, a symlink is followed (the file it names gets the line),
+ * and a file without a final newline gets one first. */
+static int
+append_known(ssh_conn *c, const char *name, const char *key, size_t len, int type, char *err)
+{
+	char *b64 = NULL, last = '\n';
+	lm_buf line = {0};
+	struct stat st;
+	int fd = -1, rc = LM_OK;
+	size_t off = 0;
+	ssize_t w;
+
+	if ((b64 = malloc(4 * ((len + 2) / 3) + 1)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)key, (int)len);
+	if ((fd = open(c->o->known_hosts, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600)) < 0 ||
+	    fstat(fd, &st) != 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
+		rc = lm_err(err, LM_EFAIL, "%s: %s", c->o->known_hosts, strerror(errno));
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = lm_err(err, LM_EFAIL, "%s: not a regular file", c->o->known_hosts);
+		goto done;
+	}
+	if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
+		last = '\n';
+	if ((last != '\n' && lm_buf_add(&line, "\n", 1) != 0) ||
+	    lm_buf_addf(&line, "%s %s %s\n", name, key_type_name(type), b64) != 0) {
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
+	}
+	for (; off < line.len; off += (size_t)w)
+		if ((w = write(fd, line.data + off, line.len - off)) < 0) {
+			rc = lm_err(err, LM_EFAIL, "%s: %s", c->o->known_hosts, strerror(errno));
+			goto done;
+		}
+done:
+	if (fd >= 0)
+		close(fd);
+	lm_buf_free(&line);
+	free(b64);
+	return rc;
+}
+
+/* Adds a host key to known_hosts. Workers of one run and other runs may add keys at the same
+ * time: the file is read and checked again under a mutex and an flock on FILE.lock, then the
+ * one line is appended, so no writer drops another's line and a key added meanwhile is
+ * checked like any other. */
+static int
+add_known(ssh_conn *c, const char *name, const char *key, size_t len, int type, int mask, int *why, char *err)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	LIBSSH2_KNOWNHOSTS *kh;
 	struct libssh2_knownhost *found = NULL;
-	char lock[4200];
+	char lock[4200], fp[64], old[64];
 	int fd = -1, rc = LM_OK, r;
 
+	*why = SSH_HOSTKEY_UNKNOWN;
 	if (lm_fmt(lock, sizeof lock, "%s.lock", c->o->known_hosts) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", c->o->known_hosts);
 	pthread_mutex_lock(&mu);
 	if ((fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock(fd, LOCK_EX) != 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
 		rc = lm_err(err, LM_EFAIL, "%s: %s", lock, strerror(errno));
 		goto done;
 	}
@@ -190,15 +361,17 @@ add_known(ssh_conn *c, const char *name, const char *key, size_t len, int mask, 
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 		goto done;
 	}
-	if (access(c->o->known_hosts, F_OK) == 0 &&
-	    libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0)
-		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
-	else if ((r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask, &found)) ==
-	    LIBSSH2_KNOWNHOST_CHECK_MATCH)
-		rc = LM_OK; /* added meanwhile */
-	else if (libssh2_knownhost_addc(kh, name, NULL, key, len, "lume-metal", 10, mask, NULL) != 0 ||
-	    libssh2_knownhost_writefile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
-		rc = lm_err(err, LM_EFAIL, "%s: cannot add its host key to %s", c->where, c->o->known_hosts);
+	if ((rc = read_known(c, kh, err)) == LM_OK) {
+		r = known_check(c, kh, key, len, mask, &found);
+		if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
+			ssh_fingerprint(fp, (const unsigned char *)key, len);
+			known_fingerprint(old, found && found->key ? found->key : "");
+			*why = SSH_HOSTKEY_MISMATCH;
+			rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s but %s has %s (added "
+			    "meanwhile); refusing", c->where, fp, c->o->known_hosts, old);
+		} else if (r != LIBSSH2_KNOWNHOST_CHECK_MATCH) /* else added meanwhile */
+			rc = append_known(c, name, key, len, type, err);
+	}
 	libssh2_knownhost_free(kh);
 done:
 	if (fd >= 0)
@@ -215,32 +388,34 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 	const char *key;
 	size_t len;
 	int type, mask, r, rc = LM_OK, port = key_port(c);
-	char fp[64], old[64], name[300];
+	char fp[64], old[64], name[300], typ[128];
 
 	*why = SSH_PROTOCOL;
 	if (kh == NULL)
 		return lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
-	if ((key = libssh2_session_hostkey(c->s, &len, &type)) == NULL || type < LIBSSH2_HOSTKEY_TYPE_RSA ||
-	    type > LIBSSH2_HOSTKEY_TYPE_ED25519) {
+	if ((key = libssh2_session_hostkey(c->s, &len, &type)) == NULL || key_type_name(type) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: no usable host key", c->where);
 		goto done;
 	}
 	mask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | ((type + 1) << LIBSSH2_KNOWNHOST_KEY_SHIFT);
 	ssh_fingerprint(fp, (const unsigned char *)key, len);
-	if (access(c->o->known_hosts, F_OK) == 0 &&
-	    libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0) {
+	if ((rc = read_known(c, kh, err)) != LM_OK) {
 		*why = SSH_HOSTKEY_UNKNOWN;
-		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
 		goto done;
 	}
-	r = libssh2_knownhost_checkp(kh, key_name(c), port, key, len, mask, &found);
+	r = known_check(c, kh, key, len, mask, &found);
 	if (r == LIBSSH2_KNOWNHOST_CHECK_MATCH)
 		goto done;
 	if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
 		known_fingerprint(old, found && found->key ? found->key : "");
+		if (found && (found->typemask & LIBSSH2_KNOWNHOST_KEY_MASK) != ((type + 1) << LIBSSH2_KNOWNHOST_KEY_SHIFT))
+			snprintf(typ, sizeof typ, " (%s; the host is known only by other key types)",
+			    key_type_name(type));
+		else
+			typ[0] = '\0';
 		*why = SSH_HOSTKEY_MISMATCH;
-		rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s but %s has %s; refusing "
-		    "(if the guest was really rebuilt, remove its line from %s)", c->where, fp,
+		rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s%s but %s has %s; refusing "
+		    "(if the guest was really rebuilt, remove its line from %s)", c->where, fp, typ,
 		    c->o->known_hosts, old, c->o->known_hosts);
 		goto done;
 	}
@@ -254,9 +429,7 @@ check_hostkey(ssh_conn *c, int *why, char *err)
 		snprintf(name, sizeof name, "%s", key_name(c));
 	else
 		snprintf(name, sizeof name, "[%s]:%d", key_name(c), port);
-	rc = add_known(c, name, key, len, mask, err);
-	if (rc != LM_OK)
-		*why = SSH_HOSTKEY_UNKNOWN;
+	rc = add_known(c, name, key, len, type, mask, why, err);
 done:
 	libssh2_knownhost_free(kh);
 	return rc;
@@ -281,34 +454,103 @@ auth_agent(ssh_conn *c)
 	return ok;
 }
 
+/* $LUME_METAL_PASSWORD, taken out of the environment at start (ssh_take_env_password). */
+static char env_pw[1024];
+static size_t env_pw_len;
+
+int
+ssh_take_env_password(void)
+{
+	char *v = getenv("LUME_METAL_PASSWORD");
+	size_t n;
+
+	if (v == NULL)
+		return 0;
+	n = strlen(v);
+	if (n < sizeof env_pw) {
+		memcpy(env_pw, v, n);
+		env_pw_len = n;
+	}
+	explicit_bzero(v, n); /* the environment block itself, which /proc/PID/environ shows */
+	unsetenv("LUME_METAL_PASSWORD");
+	return n < sizeof env_pw ? 1 : -1;
+}
+
+/* Opens a secret (a password file, a private key) for reading, or says why not: it must be a
+ * regular file (a FIFO or a device is refused; O_NONBLOCK keeps open from waiting for a FIFO's
+ * writer past the deadline) that neither group nor others may read or write, as OpenSSH
+ * requires of a private key. A symlink to such a file is followed: it is the file that counts.
+ * *fd, when fd is not NULL, belongs to the caller; else the file is only checked. */
+static int
+secret_open(int *fd, const char *what, const char *path, char *err)
+{
+	struct stat st;
+	int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), rc = LM_OK;
+
+	if (f < 0 && (errno == EMFILE || errno == ENFILE)) {
+		ssh_nofds_note();
+		return lm_err(err, LM_EFAIL, "%s %s: cannot open it: out of file descriptors (this process's limit; "
+		    "fewer at once with --parallel, or raise ulimit -n)", what, path);
+	}
+	if (f < 0)
+		return lm_err(err, LM_EINPUT, "%s %s: %s", what, path, strerror(errno));
+	if (fstat(f, &st) != 0)
+		rc = lm_err(err, LM_EINPUT, "%s %s: %s", what, path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		rc = lm_err(err, LM_EINPUT, "%s %s: not a regular file (%s); refusing it", what, path,
+		    S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : "a device or socket");
+	else if (st.st_mode & 077)
+		rc = lm_err(err, LM_EINPUT, "%s %s: group or others may read or write it (mode %04o); refusing it: "
+		    "run `chmod 600 %s`", what, path, (unsigned)(st.st_mode & 07777), path);
+	if (rc != LM_OK || fd == NULL)
+		close(f);
+	else
+		*fd = f;
+	return rc;
+}
+
+/* The identity and the password file are checked before anything goes out. */
+static int
+check_secrets(const ssh_opts *o, char *err)
+{
+	int rc = LM_OK;
+
+	if (o->identity != NULL)
+		rc = secret_open(NULL, "private key", o->identity, err);
+	if (rc == LM_OK && o->password_file != NULL)
+		rc = secret_open(NULL, "password file", o->password_file, err);
+	return rc;
+}
+
+/* Tries the password of --password-file, else the one taken from $LUME_METAL_PASSWORD, else
+ * Lume's default when allowed: 1 authenticated, 0 not, -1 the file could not be read. Every
+ * copy made here is wiped, the one libssh2 was given included. */
 static int
 auth_password(ssh_conn *c, char *err)
 {
 	char pw[1024];
 	size_t n = 0;
-	int ok = 0;
+	ssize_t got;
+	int ok = 0, fd;
 
 	if (c->o->password_file != NULL) {
-		char *text = NULL;
-		size_t len;
-
-		if (lm_read_file(&text, &len, c->o->password_file, sizeof pw - 1, err) != LM_OK)
+		if (secret_open(&fd, "password file", c->o->password_file, err) != LM_OK)
 			return -1;
-		n = strcspn(text, "\r\n");
-		memcpy(pw, text, n);
-		explicit_bzero(text, len);
-		free(text);
-	} else if (c->o->env_password && getenv("LUME_METAL_PASSWORD") != NULL) {
-		n = strlen(getenv("LUME_METAL_PASSWORD"));
-		if (n >= sizeof pw)
-			n = 0;
-		memcpy(pw, getenv("LUME_METAL_PASSWORD"), n);
+		while (n < sizeof pw - 1 && ((got = read(fd, pw + n, sizeof pw - 1 - n)) > 0 ||
+		    (got < 0 && errno == EINTR)))
+			if (got > 0)
+				n += (size_t)got;
+		close(fd);
+		pw[n] = '\0';
+		n = strcspn(pw, "\r\n");
+	} else if (c->o->env_password && env_pw_len > 0) {
+		memcpy(pw, env_pw, n = env_pw_len);
 	} else if (c->o->lume_default_password) {
 		memcpy(pw, "lume", n = 4);
 	} else
 		return 0;
-	pw[n] = '\0';
-	ok = n > 0 && time_left(c) && libssh2_userauth_password(c->s, c->o->user, pw) == 0;
+	ok = n > 0 && time_left(c) &&
+	    libssh2_userauth_password_ex(c->s, c->o->user, (unsigned)strlen(c->o->user), pw, (unsigned)n, NULL) == 0;
 	explicit_bzero(pw, sizeof pw);
 	return ok;
 }
@@ -471,13 +713,37 @@ fail:
 	return rc;
 }
 
-/* session_handshake through the gate. */
+/* Waits, within the connection's own deadline, for the guest to speak first (an SSH server
+ * sends its banner as soon as it accepts): one that never does must not take a place in the
+ * gate, where it would hold up the others and stretch their deadlines. */
+static int
+wait_banner(ssh_conn *c, int *why, char *err)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	int64_t left;
+	int rc;
+
+	do {
+		left = c->o->deadline_ms - lm_now_ms();
+		rc = left > 0 ? poll(&p, 1, (int)(left > 0x7fffffff ? 0x7fffffff : left)) : 0;
+	} while (rc < 0 && errno == EINTR);
+	if (rc == 0) {
+		if (why)
+			*why = SSH_TIMEOUT;
+		return lm_err(err, LM_EFAIL, "%s: SSH handshake timed out (the guest sent no SSH banner)", c->where);
+	}
+	return LM_OK;
+}
+
+/* session_handshake through the gate, once the guest has spoken. */
 static int
 session_start(ssh_conn *c, int *why_out, char *err)
 {
 	gate_ticket me;
 	int rc;
 
+	if ((rc = wait_banner(c, why_out, err)) != LM_OK)
+		return rc;
 	gate_enter(c, &me);
 	rc = session_handshake(c, why_out, err);
 	gate_leave(&me);
@@ -499,6 +765,26 @@ conn_new(const ssh_opts *o, int fd)
 	return c;
 }
 
+/* What is refused before anything goes out: a host-key name that could forge a known_hosts
+ * line, and secrets that others may read or that are not files. */
+static int
+conn_check(ssh_conn *c, int *why, char *err)
+{
+	char shown[80];
+	int rc;
+
+	if (!key_name_ok(c)) {
+		if (why)
+			*why = SSH_HOSTKEY_UNKNOWN;
+		return lm_err(err, LM_EFAIL, "%s: refusing the host-key name \"%s\": only letters, digits, '.', '_', "
+		    "'-' (and ':', '%%', '/' between host and VM) may name a host or a Lume VM in known_hosts",
+		    c->where, printable(shown, key_name(c)));
+	}
+	if ((rc = check_secrets(c->o, err)) != LM_OK && why)
+		*why = nofds ? SSH_NOFDS : SSH_AUTH;
+	return rc;
+}
+
 int
 ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err)
 {
@@ -508,7 +794,8 @@ ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err)
 	*out = NULL;
 	if (c == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
-	if ((rc = tcp_connect(c, &w, err)) == LM_OK && (rc = session_start(c, &w, err)) == LM_OK) {
+	if ((rc = conn_check(c, &w, err)) == LM_OK && (rc = tcp_connect(c, &w, err)) == LM_OK &&
+	    (rc = session_start(c, &w, err)) == LM_OK) {
 		*out = c;
 		return LM_OK;
 	}
@@ -529,7 +816,7 @@ ssh_connect_fd(ssh_conn **out, int *why, const ssh_opts *o, int fd, char *err)
 		close(fd);
 		return lm_err(err, LM_EFAIL, "out of memory");
 	}
-	if ((rc = session_start(c, why, err)) != LM_OK) {
+	if ((rc = conn_check(c, why, err)) != LM_OK || (rc = session_start(c, why, err)) != LM_OK) {
 		ssh_close(c);
 		return rc;
 	}
@@ -622,10 +909,17 @@ ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result 
 			lm_buf *b = stream ? &r->err : &r->out;
 
 			while ((n = libssh2_channel_read_ex(ch, stream, buf, sizeof buf)) > 0) {
+				size_t max = stream ? SSH_EXEC_ERR_MAX : SSH_EXEC_OUT_MAX;
+
 				got = 1;
-				if (b->len + (size_t)n > EXEC_OUT_MAX || lm_buf_add(b, buf, (size_t)n) != 0) {
-					rc = lm_err(err, LM_EFAIL, "%s: the command printed more than 16 MiB", c->where);
-					goto done;
+				if (b->len + (size_t)n > max) {
+					rc = lm_err(err, LM_EFAIL, "%s: the guest's answer exceeds %zu bytes (on %s); stopped "
+					    "reading it", c->where, max, stream ? "stderr" : "stdout");
+					goto capped;
+				}
+				if (lm_buf_add(b, buf, (size_t)n) != 0) {
+					rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
+					goto capped;
 				}
 			}
 			if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
@@ -651,6 +945,11 @@ ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result 
 	} else
 		r->exit_code = libssh2_channel_get_exit_status(ch);
 	libssh2_free(c->s, sig);
+	goto done;
+capped:
+	/* The rest is not read: freeing the channel closes it, and what the guest sent meanwhile is at
+	 * most the channel's window, which is never opened further. The guest's command gets EPIPE. */
+	libssh2_session_set_timeout(c->s, 1000);
 done:
 	libssh2_session_set_blocking(c->s, 1);
 	if (ch != NULL)
@@ -692,8 +991,11 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
-	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
 		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+	}
 	if ((buf = malloc(UPLOAD_CHUNK)) == NULL) {
 		close(fd);
 		return lm_err(err, LM_EFAIL, "out of memory");
@@ -774,6 +1076,8 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
 	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
 		rc = lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
 		if (fd >= 0)
 			close(fd);

@@ -12,8 +12,11 @@ typedef struct {
 	int port;                   /* 22 when 0 */
 	const char *user;
 	const char *identity;       /* private key file, or NULL */
-	const char *password_file;  /* first line is the password, or NULL */
-	int env_password;           /* also try $LUME_METAL_PASSWORD */
+	const char *password_file;  /* first line is the password, or NULL; like identity, a regular
+	                             * file (a symlink to one is fine) that group and others may
+	                             * neither read nor write (else the connect fails, naming the
+	                             * `chmod 600 FILE` that fixes it) */
+	int env_password;           /* also try $LUME_METAL_PASSWORD, as ssh_take_env_password kept it */
 	int lume_default_password;  /* also try Lume's default "lume"; the caller warns */
 	const char *known_hosts;    /* OpenSSH known_hosts file */
 	const char *host_key_alias; /* check and add the host key under this name (port 22), not
@@ -24,18 +27,50 @@ typedef struct {
 
 typedef struct ssh_conn ssh_conn;
 
-/* Error codes of a failed connect, for the fleet's named states. */
+/* Error codes of a failed connect, for the fleet's named states. SSH_NOFDS: this process ran
+ * out of file descriptors (EMFILE/ENFILE), which says nothing of the guest: it is a `failed`,
+ * never `unreachable`. */
 enum {
 	SSH_UNREACHABLE = 1, SSH_TIMEOUT, SSH_HOSTKEY_UNKNOWN, SSH_HOSTKEY_MISMATCH, SSH_AUTH, SSH_PROTOCOL,
+	SSH_NOFDS,
 };
+
+/* What one guest command may print: more on either stream and ssh_exec fails ("the guest's
+ * answer exceeds N bytes") and stops reading; the rest is never buffered (at most the channel's
+ * window, 2 MiB in libssh2, arrives meanwhile). Every guest script prints one JSON object and
+ * llama-bench -o json a few KiB (its stderr ~1 KiB): 256 KiB and 64 KiB leave them room while a
+ * hostile guest costs a fleet little memory. */
+#define SSH_EXEC_OUT_MAX (256u << 10)
+#define SSH_EXEC_ERR_MAX (64u << 10)
+
+/* Takes $LUME_METAL_PASSWORD out of the environment, once, at start (main): the value is kept
+ * here for env_password, wiped from the environment block and unset, so no child (lume,
+ * llama-bench) inherits it. 1 when one was taken, 0 when unset, -1 when too long to use. */
+int ssh_take_env_password(void);
+
+/* Lume has no rule for VM names; this one (letters, digits, '.', '_', '-', not first '-' or
+ * '.', at most 64 bytes) is what a Mac host's VM name must pass to name a host key. ssh_connect
+ * refuses a host_key_alias "HOST/VM" whose VM fails it, and any host-key name with a space,
+ * newline, comma or wildcard (state `refused`), before connecting. */
+int ssh_vm_name_ok(const char *name);
+
+/* Whether the calling thread's connections or uploads since its last call ran out of file
+ * descriptors (the SSH layer and the relay note it); clears it. The fleet counts such a VM as
+ * failed, not against the failure budget. */
+void ssh_nofds_note(void);
+int ssh_nofds_take(void);
 
 /* Connects, verifies the host key, authenticates (agent, identity, password, in that order).
  * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
  * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out.
+ * Host keys are added to known_hosts (accept_new) by appending one line under FILE.lock, as
+ * OpenSSH does; a host known by any key type that offers a key matching none is a mismatch.
  * The handshake and authentication of all threads' connections go through one gate (8 per
- * core, 16 to 64 at once; one inside for over 3 s stops counting): the time spent waiting
- * for it moves the connection's deadline, as it is the controller's time, not the guest's. */
+ * core, 16 to 64 at once; one inside for over 3 s stops counting), entered only once the
+ * guest's SSH banner has arrived, within the connection's own deadline: a guest that never
+ * speaks costs its own timeout and holds no place. The time spent waiting for the gate moves
+ * the connection's deadline, as it is the controller's time, not the guest's. */
 int ssh_connect(ssh_conn **out, int *why, const ssh_opts *o, char *err);
 /* The same over fd, a stream already connected to o->host:o->port (a relay channel): the host
  * key is still checked under o->host and o->port. fd belongs to the connection (or is closed
@@ -60,7 +95,8 @@ void ssh_result_free(ssh_result *r);
 
 /* Runs cmd (built by ssh_quote_argv), feeding it in (may be NULL). Returns LM_OK when the
  * command ran to an exit status (r->exit_code may still be non-zero), LM_EFAIL when it could
- * not be run, died of a signal, or the channel did not close cleanly. */
+ * not be run, died of a signal, printed more than SSH_EXEC_OUT_MAX / SSH_EXEC_ERR_MAX, or the
+ * channel did not close cleanly. */
 int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
 /* Uploads local to remote_dir/name (an absolute path; ssh_upload makes remote_dir and its

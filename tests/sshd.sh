@@ -8,7 +8,9 @@
 #       device); --sftp-limit BLOCKS runs the SFTP server under `ulimit -f BLOCKS`, so an upload
 #       larger than that kills it mid-transfer (SIGXFSZ), as a guest dying during upload;
 #       --path DIR puts DIR first on PATH (a "Mac host" gets the simulated lume this way);
-#       --loglevel LEVEL sets sshd's LogLevel (default ERROR) for DIR/sshd.log.
+#       --loglevel LEVEL sets sshd's LogLevel (default ERROR) for DIR/sshd.log;
+#       --keytype TYPE serves only a host key of that type (ssh-keygen -t: ed25519, the default,
+#       ecdsa, rsa), kept in DIR/host_TYPE, as a guest that comes back with another key type.
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
 set -eu
@@ -33,7 +35,7 @@ start) ;;
 esac
 addr=$3 port=$4
 shift 4
-password=no rekey=no home=$dir/home env="" sftp=internal-sftp path="" loglevel=ERROR
+password=no rekey=no home=$dir/home env="" sftp=internal-sftp path="" loglevel=ERROR keytype=ed25519
 while [ $# -gt 0 ]; do
 	case $1 in
 	--password) password=yes ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
 	--env) env="$env \"$2\""; shift ;;
 	--path) path="$2:"; shift ;;
 	--loglevel) loglevel=$2; shift ;;
+	--keytype) keytype=$2; shift ;;
 	--sftp-limit)
 		printf '#!/bin/sh\nulimit -f %s\nexec /usr/lib/openssh/sftp-server\n' "$2" >"$dir/sftp-limited"
 		chmod +x "$dir/sftp-limited"
@@ -53,15 +56,15 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$dir" "$home"
 [ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
-if [ ! -f "$dir/host_ed25519" ] || [ $rekey = yes ]; then
-	rm -f "$dir/host_ed25519" "$dir/host_ed25519.pub"
-	ssh-keygen -q -t ed25519 -N '' -C guest-host-key -f "$dir/host_ed25519"
+if [ ! -f "$dir/host_$keytype" ] || [ $rekey = yes ]; then
+	rm -f "$dir/host_$keytype" "$dir/host_$keytype.pub"
+	ssh-keygen -q -t "$keytype" -N '' -C guest-host-key -f "$dir/host_$keytype"
 fi
 [ -f "$dir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C lume-metal-test -f "$dir/id_ed25519"
 cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
 cat >"$dir/sshd_config" <<CONF
 ListenAddress $addr:$port
-HostKey $dir/host_ed25519
+HostKey $dir/host_$keytype
 PidFile $dir/sshd.pid
 AuthorizedKeysFile $dir/authorized_keys
 PubkeyAuthentication yes

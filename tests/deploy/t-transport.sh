@@ -30,7 +30,7 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 	mkdir -p "$T/g/pw/home" && chown "$U" "$T/g/pw/home" && chmod 711 "$T" "$T/g" "$T/g/pw"
 	t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/pw'"
 	sh "$TOP/tests/sshd.sh" start "$T/g/pw" 127.0.0.5 "$PORT" --password
-	printf '%s\n' "$pw" >"$T/pwfile"
+	(umask 077; printf '%s\n' "$pw" >"$T/pwfile")
 	( while :; do ps -eo args >>"$T/ps.log" 2>/dev/null; sleep 0.05; done ) &
 	watcher=$!
 	"$LM" deploy --host "$U@127.0.0.5:$PORT" --target linux-sim --password-file "$T/pwfile" --known-hosts "$T/kh3" \
@@ -47,7 +47,7 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 	check "... nor in the output, the ledger or the guest" sh -c '! grep -rqF -- "$1" "$2/pw.out" "$2/state" "$2/g/pw/home" "$2/g/pw/sshd.log"' - "$pw" "$T"
 	LUME_METAL_PASSWORD=$pw "$LM" status --host "$U@127.0.0.5:$PORT" --known-hosts "$T/kh3" --state "$T/state" >"$T/pw2.out" 2>&1
 	check_grep "\$LUME_METAL_PASSWORD works too" ' ok ' "$T/pw2.out"
-	printf 'wrong\n' >"$T/badpw"
+	(umask 077; printf 'wrong\n' >"$T/badpw")
 	check_rc "a wrong password is auth-failed" 1 "$LM" status --host "$U@127.0.0.5:$PORT" --password-file "$T/badpw" \
 		--known-hosts "$T/kh3" --state "$T/state" --json
 	check_grep "... so named" '"state":"auth-failed"' "$T/.out"

@@ -1,12 +1,17 @@
 /* The SSH transport against a real OpenSSH sshd on 127.0.0.2 (tests/sshd.sh), and a listener
- * that never speaks. Host keys, authentication, exec (exit codes, signals, quoting, both
- * streams), SFTP upload, and the deadline. */
+ * that never speaks. Host keys (known_hosts appended to, hostile names, other key types),
+ * authentication (secret files), exec (exit codes, signals, quoting, both streams, the output
+ * cap), SFTP upload, the deadline, and running out of file descriptors. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ssh.h"
@@ -62,6 +67,22 @@ opts(int ms)
 	return o;
 }
 
+/* The whole of a small file (static), or "" when it cannot be read. */
+static const char *
+slurp(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Runs argv remotely through the quoting function; returns stdout (static). */
 static const char *
 remote(ssh_conn *c, const char *const *argv, int *code)
@@ -110,15 +131,133 @@ main(void)
 	UNIT_HAS(err, "--accept-new", "... and how to accept it");
 	UNIT_OK(access(known, F_OK) != 0, "... and known_hosts is not written");
 
-	o.accept_new = 1;
-	rc = ssh_connect(&c, &why, &o, err);
-	UNIT_OK(rc == LM_OK, "with accept-new it connects %s", rc ? err : "");
-	ssh_close(c);
-	c = NULL;
+	/* The user's known_hosts: a symlink to a file with comments, another host (its last line
+	 * without a newline); adding a key appends one line and keeps every byte of the rest. */
+	{
+		char real[4300], before[8192], pub[2048];
+
+		snprintf(real, sizeof real, "%s/real_known_hosts", dir);
+		snprintf(pub, sizeof pub, "%s", slurp(key));
+		snprintf(cmd, sizeof cmd, "%s.pub", key);
+		snprintf(pub, sizeof pub, "%s", slurp(cmd));
+		pub[strcspn(pub, " ")] = '\0';
+		snprintf(before, sizeof before, "# my hosts, kept by hand\n\n@revoked * %s AAAAC3NzaC1lZDI1NTE5AAAAIKmO1Y2UO2H9xs7B5j0mP7nLXu0KzJ0wQk0Ue6lqXJtI\n"
+		    "other.example %s AAAAC3NzaC1lZDI1NTE5AAAAIKmO1Y2UO2H9xs7B5j0mP7nLXu0KzJ0wQk0Ue6lqXJtI   # the NAS", pub, pub);
+		FILE *f = fopen(real, "w");
+
+		if (f != NULL) {
+			fputs(before, f);
+			fclose(f);
+		}
+		UNIT_OK(symlink(real, known) == 0, "known_hosts is a symlink to a file with comments");
+		o.accept_new = 1;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc == LM_OK, "with accept-new it connects %s", rc ? err : "");
+		ssh_close(c);
+		c = NULL;
+		{
+			struct stat st;
+			const char *now = slurp(real);
+			char line[512];
+
+			snprintf(line, sizeof line, "\n[127.0.0.2]:%d ssh-ed25519 ", port);
+			UNIT_OK(lstat(known, &st) == 0 && S_ISLNK(st.st_mode), "... the symlink is still a symlink");
+			UNIT_OK(strncmp(now, before, strlen(before)) == 0, "... every byte before is kept, comments included");
+			UNIT_OK(strncmp(now + strlen(before), line, strlen(line)) == 0 && strchr(now + strlen(before) + 1,
+			    '\n') == now + strlen(now) - 1, "... and one line is appended after a newline");
+		}
+	}
 	snprintf(cmd, sizeof cmd, "grep -q '^\\[127.0.0.2\\]:%d ssh-ed25519 ' %s", port, known);
 	UNIT_OK(system(cmd) == 0, "... and records the key as [127.0.0.2]:%d in known_hosts", port);
 	snprintf(cmd, sizeof cmd, "ssh-keygen -F '[127.0.0.2]:%d' -f %s >/dev/null", port, known);
 	UNIT_OK(system(cmd) == 0, "... in a form OpenSSH's ssh-keygen -F finds");
+
+	/* A FIFO as known_hosts is refused, not waited on. */
+	{
+		char fifo[4300];
+		int64_t t1 = lm_now_ms();
+
+		snprintf(fifo, sizeof fifo, "%s/kh-fifo", dir);
+		mkfifo(fifo, 0600);
+		o = opts(3000);
+		o.known_hosts = fifo;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && lm_now_ms() - t1 < 2000, "a FIFO as known_hosts is refused at once");
+		UNIT_HAS(err, "not a regular file", "... saying so");
+	}
+
+	/* A Mac host's VM names become host-key names "HOST/VM". */
+	{
+		static const char *const bad[] = {"mac1/x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKmO1Y2UO2H9xs7B5j0mP7nLXu0KzJ0wQk0Ue6lqXJtI c\ngithub.com",
+			"mac1/*", "mac1/-x", "mac1/.hidden", "mac1/a,github.com", "mac1/caf\xc3\xa9", "", NULL};
+		char before[65536];
+
+		snprintf(before, sizeof before, "%s", slurp(known));
+		for (size_t i = 0; bad[i] != NULL; i++) {
+			o = opts(5000);
+			o.accept_new = 1;
+			o.host_key_alias = bad[i];
+			why = 0;
+			rc = ssh_connect(&c, &why, &o, err);
+			UNIT_OK(rc != LM_OK && why == SSH_HOSTKEY_UNKNOWN, "a hostile VM name is refused (%zu)", i);
+			UNIT_HAS(err, "refusing the host-key name", "... saying so");
+			UNIT_OK(strchr(err, '\n') == NULL, "... with no newline in the message");
+			UNIT_OK(strcmp(before, slurp(known)) == 0, "... and known_hosts is unchanged");
+		}
+		UNIT_OK(ssh_vm_name_ok("tahoe-1.b_2") && !ssh_vm_name_ok("a b") && !ssh_vm_name_ok("-a") &&
+		    !ssh_vm_name_ok("x/y") && !ssh_vm_name_ok("12345678901234567890123456789012345678901234567890123456789012345"),
+		    "ssh_vm_name_ok: letters, digits . _ -, not first - or ., at most 64");
+		o = opts(5000);
+		o.accept_new = 1;
+		o.host_key_alias = "mac1/tahoe-a";
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc == LM_OK, "a plain HOST/VM name is added %s", rc ? err : "");
+		ssh_close(c);
+		c = NULL;
+		UNIT_OK(strstr(slurp(known), "\nmac1/tahoe-a ssh-ed25519 ") != NULL, "... as its own line");
+	}
+
+	/* Secrets: a FIFO, a password file or private key others may read. */
+	{
+		char fifo[4300], pw[4300], k2[4300];
+		int64_t t1;
+
+		snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+		snprintf(pw, sizeof pw, "%s/pw", dir);
+		snprintf(k2, sizeof k2, "%s/key644", dir);
+		mkfifo(fifo, 0600);
+		o = opts(3000);
+		o.password_file = fifo;
+		t1 = lm_now_ms();
+		rc = ssh_connect(&c, &why, &o, err);
+		t1 = lm_now_ms() - t1;
+		UNIT_OK(rc != LM_OK && why == SSH_AUTH && t1 < 1000, "a FIFO as password file is refused at once (%lld ms)",
+		    (long long)t1);
+		UNIT_HAS(err, "not a regular file (a FIFO)", "... saying so");
+		run("printf 'secret\\n' >%s/pw && chmod 640 %s/pw", dir);
+		o.password_file = pw;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_AUTH, "a password file the group may read is refused");
+		snprintf(cmd, sizeof cmd, "chmod 600 %s", pw);
+		UNIT_HAS(err, cmd, "... naming the chmod 600 that fixes it");
+		run("chmod 600 %s/pw && ln -s %s/pw %s/pw-link", dir);
+		snprintf(cmd, sizeof cmd, "%s/pw-link", dir);
+		o.password_file = cmd;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc == LM_OK, "a symlink to a mode 600 password file is fine %s", rc ? err : "");
+		ssh_close(c);
+		c = NULL;
+		run("cp %s/id_ed25519 %s/key644 && chmod 644 %s/key644", dir);
+		o = opts(3000);
+		o.identity = k2;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_AUTH, "a private key others may read is refused, as OpenSSH does");
+		snprintf(cmd, sizeof cmd, "chmod 600 %s", k2);
+		UNIT_HAS(err, cmd, "... naming the chmod 600 that fixes it");
+		setenv("LUME_METAL_PASSWORD", "from-env", 1);
+		UNIT_OK(ssh_take_env_password() == 1 && getenv("LUME_METAL_PASSWORD") == NULL,
+		    "$LUME_METAL_PASSWORD is taken out of the environment");
+	}
 
 	o = opts(5000);
 	rc = ssh_connect(&c, &why, &o, err);
@@ -151,10 +290,23 @@ main(void)
 		UNIT_OK(rc == LM_OK && r.out.data && strcmp(r.out.data, "fed in\n") == 0 && r.err.data &&
 		    strcmp(r.err.data, "to-stderr\n") == 0, "stdin goes in, stdout and stderr come back apart");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "head -c 3000000 /dev/zero >&2; head -c 3000000 /dev/zero; head -c 5 /dev/zero >&2",
+		rc = ssh_exec(c, "head -c 60000 /dev/zero >&2; head -c 262144 /dev/zero; head -c 5 /dev/zero >&2",
 		    NULL, 0, &r, err);
-		UNIT_OK(rc == LM_OK && r.out.len == 3000000 && r.err.len == 3000005,
-		    "3 MB on each stream does not stall (%zu, %zu)", r.out.len, r.err.len);
+		UNIT_OK(rc == LM_OK && r.out.len == 262144 && r.err.len == 60005,
+		    "up to the caps on each stream does not stall (%zu, %zu)", r.out.len, r.err.len);
+		ssh_result_free(&r);
+		t0 = lm_now_ms();
+		rc = ssh_exec(c, "head -c 16777216 /dev/zero", NULL, 0, &r, err);
+		UNIT_OK(rc == LM_EFAIL && r.out.len <= SSH_EXEC_OUT_MAX, "a 16 MiB answer fails (%zu bytes kept, %lld ms)",
+		    r.out.len, (long long)(lm_now_ms() - t0));
+		UNIT_HAS(err, "the guest's answer exceeds 262144 bytes (on stdout)", "... saying so");
+		ssh_result_free(&r);
+		rc = ssh_exec(c, "head -c 100000 /dev/zero >&2", NULL, 0, &r, err);
+		UNIT_OK(rc == LM_EFAIL && r.err.len <= SSH_EXEC_ERR_MAX, "so does 100 kB of stderr");
+		UNIT_HAS(err, "exceeds 65536 bytes (on stderr)", "... saying so");
+		ssh_result_free(&r);
+		rc = ssh_exec(c, "exit 3", NULL, 0, &r, err);
+		UNIT_OK(rc == LM_OK && r.exit_code == 3, "... and the session still runs commands %s", rc ? err : "");
 		ssh_result_free(&r);
 
 		run("head -c 1048576 /dev/urandom > %s/blob", dir);
@@ -212,6 +364,70 @@ main(void)
 	UNIT_HAS(err, fp, "... and the new one");
 	stop();
 
+	/* The guest comes back with only an ECDSA key: known by another type, so changed. */
+	if (start("--keytype ecdsa") != 0)
+		printf("not ok - sshd did not restart\n");
+	{
+		char before[65536];
+
+		snprintf(before, sizeof before, "%s", slurp(known));
+		o = opts(5000);
+		o.accept_new = 1;
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_HOSTKEY_MISMATCH, "a known guest offering only an ECDSA key is a "
+		    "mismatch, not unknown, even with accept-new (why %d)", why);
+		UNIT_HAS(err, "known only by other key types", "... saying so");
+		UNIT_OK(strcmp(before, slurp(known)) == 0, "... and known_hosts is unchanged");
+		if (rc == LM_OK)
+			ssh_close(c);
+		c = NULL;
+		run("ssh-keygen -q -H -f %s >/dev/null 2>&1 && rm -f %s.old", known);
+		snprintf(before, sizeof before, "%s", slurp(known));
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_HOSTKEY_MISMATCH && strstr(before, "\n|1|") && !strstr(before, "[127.0.0.2]"),
+		    "... and so it is when known_hosts holds hashed names (ssh-keygen -H)");
+		UNIT_OK(strcmp(before, slurp(known)) == 0, "... still unchanged");
+		if (rc == LM_OK)
+			ssh_close(c);
+		c = NULL;
+	}
+	/* No file descriptor left: the controller's fault, not the guest's. */
+	{
+		struct rlimit was, rl;
+		int fds[64], nfd = 0;
+
+		ssh_conn *c2 = NULL;
+		char kh2[4300], local[4300];
+		uint64_t sent;
+
+		snprintf(kh2, sizeof kh2, "%s/kh-nofds", dir);
+		snprintf(local, sizeof local, "%s/blob", dir);
+		o = opts(5000);
+		o.known_hosts = kh2;
+		o.accept_new = 1;
+		rc = ssh_connect(&c2, &why, &o, err);
+		UNIT_OK(rc == LM_OK, "(a session for the upload below) %s", rc ? err : "");
+		getrlimit(RLIMIT_NOFILE, &was);
+		rl = was;
+		rl.rlim_cur = 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		while (nfd < 64 && (fds[nfd] = open("/dev/null", O_RDONLY)) >= 0)
+			nfd++;
+		o = opts(3000);
+		ssh_nofds_take();
+		rc = ssh_connect(&c, &why, &o, err);
+		UNIT_OK(rc != LM_OK && why == SSH_NOFDS && ssh_nofds_take(), "out of file descriptors is not unreachable");
+		UNIT_HAS(err, "out of file descriptors", "... saying so");
+		ssh_nofds_take();
+		rc = c2 ? ssh_upload(c2, local, "/tmp", "lm-unit-nofds", &sent, err) : LM_OK;
+		UNIT_OK(rc != LM_OK && ssh_nofds_take(), "an upload that cannot open its file for want of descriptors says so");
+		while (nfd > 0)
+			close(fds[--nfd]);
+		setrlimit(RLIMIT_NOFILE, &was);
+		ssh_close(c2);
+	}
+	stop();
+
 	/* A listener that accepts TCP and never speaks. */
 	{
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(port + 1))};
@@ -236,6 +452,7 @@ main(void)
 	rc = ssh_connect(&c, &why, &o, err);
 	UNIT_OK(rc != LM_OK && why == SSH_UNREACHABLE, "a closed port is unreachable");
 	UNIT_HAS(err, "cannot connect", "... saying so");
+
 
 	run("rm -rf %s", dir);
 	UNIT_DONE();

@@ -1,0 +1,74 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016,SC3045 # sourced libs; single-quoted $ is for the inner sh; dash has ulimit -n, -S and -H
+# A fleet against a hostile network and a short controller: many guests that accept TCP and
+# never send an SSH banner (each must cost its own --timeout, not stretch everyone's), and a
+# controller short of file descriptors (macOS starts a process with 256): a descriptor this
+# process lacks is never a VM's fault.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+
+N=160
+# One process listening on N ports of 127.0.0.61: it accepts every connection, holds it, and
+# never writes a byte. Bounded: it exits after 180 s whatever happens.
+perl -MIO::Socket::INET -MIO::Select -e '
+	my ($base, $n) = @ARGV; my $sel = IO::Select->new; my @held;
+	for my $p ($base .. $base + $n - 1) {
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.61:$p", Listen => 64, ReuseAddr => 1)
+			or die "listen $p: $!";
+		$sel->add($s);
+	}
+	$| = 1; print "ready\n";
+	my $end = time + 180;
+	while (time < $end) { push @held, $_->accept for $sel->can_read(1) }' "$PORT" "$N" >"$T/mute.log" 2>&1 &
+mute=$!
+t_defer "kill $mute 2>/dev/null"
+i=0; while ! grep -qs ready "$T/mute.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+grep -qs ready "$T/mute.log" || { not_ok "the silent listeners did not start"; cat "$T/mute.log"; t_done; }
+
+# mute_run K ARGS...: status over the first K silent guests, --json into $T/run.out; prints seconds.
+mute_run() {
+	k=$1
+	shift
+	set -- "$@" --known-hosts "$T/kh" --state "$T/state" --json
+	j=0
+	while [ $j -lt "$k" ]; do
+		set -- "$@" --host "$ME@127.0.0.61:$((PORT + j))"
+		j=$((j + 1))
+	done
+	s=$(date +%s)
+	"$LM" status "$@" >"$T/run.out" 2>&1
+	echo $(($(date +%s) - s))
+}
+count() { grep -c "\"state\":\"$1\"" "$T/run.out"; }
+
+el=$(mute_run $N --timeout 2 --parallel $N)
+printf '# %s guests that never send a banner, --timeout 2, --parallel %s: %ss\n' $N $N "$el"
+check "all $N silent guests end as timeout" test "$(count timeout)" -eq $N
+check_grep "... saying no banner came" "the guest sent no SSH banner" "$T/run.out"
+# The gate held 16 of them at once (2 cores) and moved the others' deadlines: ~20 s here.
+check "... within a few timeouts, not N/16 of them (${el}s for --timeout 2)" test "$el" -le 10
+
+# The soft limit below what $N connections need; the hard one is not: it is raised at start.
+el=$( (ulimit -S -n 64 && mute_run $N --timeout 2 --parallel $N) )
+printf '# the same under ulimit -S -n 64 (hard %s): %ss\n' "$(ulimit -H -n)" "$el"
+check "under a soft limit of 64, still all $N timeout (the limit was raised)" test "$(count timeout)" -eq $N
+check "... none unreachable" test "$(count unreachable)" -eq 0
+
+# Both limits low: the pool shrinks to the descriptors left, and no VM is blamed for them.
+K=30
+el=$( (ulimit -n 32 && mute_run $K --timeout 1 --parallel $K) )
+printf '# %s guests under ulimit -n 32 (soft and hard), --parallel %s: %ss\n' $K $K "$el"
+check "under a hard limit of 32, all $K still timeout" test "$(count timeout)" -eq $K
+check "... none unreachable, none 'cannot connect: Success'" sh -c '! grep -q -e unreachable -e Success "$1"' - "$T/run.out"
+
+# No descriptor at all for a socket (ulimit -n 5: stdio and the payload take them): each VM is
+# failed, saying so, and not counted against --max-fail 0, so every one is tried (LeakSanitizer
+# needs descriptors of its own at exit).
+(
+	ulimit -n 5
+	ASAN_OPTIONS=detect_leaks=0 "$LM" deploy --target linux-sim --max-fail 0 --timeout 2 --known-hosts "$T/kh" --state "$T/state" --json \
+		--host "$ME@127.0.0.61:$PORT" --host "$ME@127.0.0.61:$((PORT + 1))" --host "$ME@127.0.0.61:$((PORT + 2))"
+) >"$T/nofds.out" 2>&1
+check "with no descriptor for a socket, all 3 VMs are failed" test "$(grep -c '"state":"failed",.*this controller ran out of file descriptors' "$T/nofds.out")" -eq 3
+check "... none unreachable and none skipped by --max-fail 0" sh -c '! grep -q -e unreachable -e skipped "$1"' - "$T/nofds.out"
+t_done
