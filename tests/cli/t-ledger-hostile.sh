@@ -72,16 +72,17 @@ for c in 'novm:records\[0\]: no "vm"' 'verdict:records\[1\]: a bench record.s "v
 done
 check "... and writes nothing" sh -c '! ls "$1"/ledger/*.json 2>/dev/null' - "$T/empty"
 
-# --- A hostile guest: its install answer is 998 levels deep and megabytes long ---
+# --- A hostile guest: its install answer is 998 levels deep and ~200 KB long (the SSH layer
+# refuses answers over SSH_EXEC_OUT_MAX, 256 KiB; t-hostile covers 16 MiB) ---
 # Its tar hands `sh -s` a script that prints that answer (as a compromised guest could).
 mkdir -p "$T/evil"
 {
 	printf '{"result":"failed","reason":"'
-	awk 'BEGIN { for (i = 0; i < 16384; i++) printf "%s", "validation failed: the device lies about everything. " }'
+	awk 'BEGIN { for (i = 0; i < 2000; i++) printf "%s", "validation failed: the device lies about everything. " }'
 	printf '","stock":{"probe":"lume-metal-probe","version":"0.1.0","x":'
 	nest 998 '[' ']'
 	printf '},"shimmed":{"probe":"lume-metal-probe","expect":{"pass":false,"differences":['
-	awk 'BEGIN { for (i = 0; i < 4000; i++) printf "%s\"families.Apple%d: expected true, got false %0200d\"", i ? "," : "", i, 0 }'
+	awk 'BEGIN { for (i = 0; i < 400; i++) printf "%s\"families.Apple%d: expected true, got false %0200d\"", i ? "," : "", i, 0 }'
 	printf ']}}}\n'
 } >"$T/answer.json"
 cat >"$T/evil/tar" <<EOF
@@ -92,7 +93,7 @@ chmod +x "$T/evil/tar"
 guest evil 127.0.0.61 --path "$T/evil" || exit 1
 guest good 127.0.0.62 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || not_ok "build"
-check "the hostile answer is megabytes" test "$(wc -c <"$T/answer.json")" -gt 1500000
+check "the hostile answer is ~200 KB, under the SSH layer's cap" test "$(wc -c <"$T/answer.json")" -gt 180000
 check_rc "deploy on the hostile guest: validation-failed, exit 1" 1 lm deploy evil --payload "$T/a.tar.gz" \
 	--accept-new --image ghcr.io/x/shared:1 --json
 check_grep "... validation-failed" '"state":"validation-failed"' "$T/.out"
