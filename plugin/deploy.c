@@ -39,6 +39,7 @@ deploy_why_state(int why)
 	case SSH_AUTH: return "auth-failed";
 	case SSH_HOSTKEY_MISMATCH: return "hostkey-mismatch";
 	case SSH_HOSTKEY_UNKNOWN: return "refused";
+	case SSH_NOFDS: return "failed"; /* the controller's descriptors, not the VM's fault */
 	default: return "unreachable";
 	}
 }
