@@ -696,13 +696,13 @@ check_manifest(payload_info *info, ventries *es, const char *file, char *err)
 static int
 check_sha_file(payload_info *info, const char *file, const char *sha_path, char *err)
 {
-	char *text = NULL, want[65];
+	char *text = NULL, want[65], why[LM_ERRLEN];
 	const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	size_t len, blen = strlen(base);
 	int rc;
 
-	if ((rc = lm_read_file(&text, &len, sha_path, 4096, err)) != LM_OK)
-		return lm_err(err, LM_EINPUT, "%s: cannot read its checksum file: %s", file, err);
+	if ((rc = lm_read_file(&text, &len, sha_path, 4096, why)) != LM_OK)
+		return lm_err(err, LM_EINPUT, "%s: cannot read its checksum file: %s", file, why);
 	if (len < 67 || (memcpy(want, text, 64), want[64] = '\0', !lm_is_sha256(want)) ||
 	    strncmp(text + 64, "  ", 2) != 0 || len != 66 + blen + 1 || strncmp(text + 66, base, blen) != 0 ||
 	    text[len - 1] != '\n')

@@ -76,4 +76,10 @@ refused 'a setgid file' 'entry "bin/status.sh" has mode 2755 \(setgid\)' mode bi
 refused 'a world-writable file' 'entry "payload.env" has mode 0666 \(world-writable\)' mode payload.env 0666
 refused 'a file given twice' 'entry "bin/install.sh" appears twice' dup bin/install.sh
 refused 'MANIFEST.json given twice' 'entry "MANIFEST.json" appears twice' dup MANIFEST.json
+# Without its checksum file: FILE.sha256 named once, the payload named once (the message was
+# formatted into its own buffer, undefined behaviour that printed the payload's path twice).
+"$LM" build --target linux-sim -o "$T/nosum.tar.gz" >/dev/null 2>&1 && rm -f "$T/nosum.tar.gz.sha256"
+check_rc "verify without its checksum file: exit 2" 2 "$LM" verify "$T/nosum.tar.gz"
+check_has "... naming FILE.sha256" "$T/nosum.tar.gz: cannot read its checksum file: $T/nosum.tar.gz.sha256: No such file" "$T/.out"
+check "... the payload named once" test "$(grep -o 'cannot read its checksum file' "$T/.out" | wc -l)" -eq 1
 t_done
