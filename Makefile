@@ -16,7 +16,7 @@ HDRS     := $(wildcard plugin/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps test demo clean lint
+.PHONY: all deps test test-build demo clean lint
 all: plugin/lume-metal shim
 
 deps:
@@ -25,14 +25,21 @@ deps:
 plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
 
-# The same tool under ASan and UBSan, used by the shell tests.
-build/asan/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+# The same tool under ASan and UBSan, used by the shell tests, and the unit tests: each source
+# is compiled once under the sanitizers (build/asan/obj/) and linked into every binary.
+ASAN_LIB := $(patsubst plugin/%.c,build/asan/obj/%.o,$(LIB_SRC))
+ASAN_CMD := $(patsubst plugin/%.c,build/asan/obj/%.o,$(CMD_SRC))
 
-build/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_SRC) $(HDRS)
+build/asan/obj/%.o: plugin/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -c -o $@ $<
+
+build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
+	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS)
+
+build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
 
 build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
@@ -48,8 +55,13 @@ lint:
 	    scripts/mac-first-run \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
 
-test: deps all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
+# What the tests need is built with one job per core; then the tests run.
+JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+test: deps
+	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
+
+test-build: all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 
 demo: deps all
 	sh scripts/demo
@@ -88,7 +100,7 @@ build/fuzz/regress: tests/fuzz/driver.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_
 	$(CC) $(WARN) $(DEFS) $(SAN) -DFUZZ_DRIVER $(PKG_CFLAGS) -Iplugin -Itests/fuzz -o $@ \
 	    $(filter %.c,$^) $(PKG_LIBS) -lz
 
-test: fuzz-regress
+test-build: fuzz-regress
 lint: lint-fuzz
 lint-fuzz:
 	shellcheck -s sh tests/fuzz/*.sh
