@@ -2,11 +2,37 @@
 VERSION  := 0.1.0
 PKGS     := libssh2 libcjson libarchive libcrypto libcurl
 CC       ?= cc
+# Where `make install` puts things (DESTDIR is prepended, e.g. for a package); the binary has
+# PKGDATADIR compiled in as the second place it looks for its data (plugin/datadir.h).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+PKGDATADIR  ?= $(DATADIR)/lume-metal
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+INSTALL     ?= install
+# The commit --version names ("unknown" outside git; a package build may pass COMMIT=...).
+COMMIT      ?= $(or $(shell git -C '$(CURDIR)' rev-parse HEAD 2>/dev/null),unknown)
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION)"' \
-            -DLM_DATADIR='"$(CURDIR)"'
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -pthread
+            -DLM_DATADIR='"$(PKGDATADIR)"' -DLM_SRCDIR='"$(CURDIR)"' -DLM_COMMIT='"$(COMMIT)"'
+# Homebrew's libarchive and openssl@3 are keg-only: pkg-config finds them only through their
+# own prefix. Passed on the command line, since $(shell) does not see exported variables
+# before GNU make 4.4 (macOS has 3.81).
+PKG_CONFIG ?= pkg-config
+ifeq ($(shell uname -s),Darwin)
+BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
+PKG_CONFIG  := PKG_CONFIG_PATH='$(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/openssl@3/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))' $(PKG_CONFIG)
+endif
+# A package pkg-config cannot find stops make here, named, instead of a compile without its
+# flags ending in hundreds of undefined references. Expanded only in recipes that compile.
+PKG_MISSING = $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists '$(p)' && echo y),,$(p))))
+PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): install it \
+              (make deps), or point PKG_CONFIG_PATH at its .pc file))
+PKG_CFLAGS = $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -16,7 +42,7 @@ HDRS     := $(wildcard plugin/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps test test-build demo clean lint
+.PHONY: all deps test test-build demo clean lint FORCE
 all: plugin/lume-metal shim
 
 deps:
@@ -24,6 +50,13 @@ deps:
 
 plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+
+# What the binary has compiled in besides its sources: rewritten when it changes, so a new
+# commit or PREFIX rebuilds what uses it (LM_COMMIT, LM_PKGDATADIR, LM_DATADIR).
+build/build-id: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(COMMIT) $(PKGDATADIR) $(CURDIR)' ] || echo '$(COMMIT) $(PKGDATADIR) $(CURDIR)' >$@
+plugin/lume-metal build/asan/obj/cli_version.o build/asan/obj/datadir.o: build/build-id
 
 # The same tool under ASan and UBSan, used by the shell tests, and the unit tests: each source
 # is compiled once under the sanitizers (build/asan/obj/) and linked into every binary.
@@ -54,6 +87,7 @@ lint:
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision \
 	    scripts/mac-first-run \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
+	shellcheck -s sh tests/install/*.sh
 
 # What the tests need is built with one job per core; then the tests run.
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "datadir.h"
 
 /* Terminal-safe text. Everything a guest, a Mac host, the ledger or a file sends back goes
  * through here before a terminal: printed raw, "\033[2J\033]0;pwned\007" would clear the screen
@@ -378,9 +379,12 @@ cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const 
 const char *
 cli_datadir(void)
 {
-	const char *d = getenv("LUME_METAL_DATADIR");
+	char note[LM_ERRLEN];
+	const char *d = datadir_path(note);
 
-	return d && *d ? d : LM_DATADIR;
+	if (*note)
+		cli_error(EXIT_SOMEFAIL, "%s", note);
+	return d;
 }
 
 /* Prints a payload's identity, as text or as one JSON object. */

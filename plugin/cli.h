@@ -72,8 +72,13 @@ int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int h
  * is not UTF-8 as \ufffd, so no JSON line acts on a terminal either. */
 void cli_print_json(const cJSON *v);
 
-/* Where guest-payload/, manifests/ and build/ are: $LUME_METAL_DATADIR or the build tree. */
+/* Where guest-payload/, manifests/ and build/macos/ are (datadir.h: $LUME_METAL_DATADIR, the
+ * installed PREFIX/share/lume-metal, the source tree); prints what is missing and every folder
+ * looked in when the one returned lacks the data. */
 const char *cli_datadir(void);
+
+/* --version: version, commit, data folder, SHA-256 of the shim and probe (cli_version.c). */
+int cli_version(void);
 
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);

@@ -194,7 +194,9 @@ usage(FILE *f)
 	for (const cli_command *c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->issue ? " (not built yet)" : "");
 	fprintf(f, "\n'lume-metal help COMMAND' shows one command's flags.\n"
-	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a gate.\n");
+	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a gate.\n"
+	    "Data (guest scripts, manifests, shim): $LUME_METAL_DATADIR, else the installed\n"
+	    "PREFIX/share/lume-metal, else the source tree; 'lume-metal --version' shows which.\n");
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
@@ -223,10 +225,8 @@ main(int argc, char **argv)
 		return usage(stderr);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return usage(stdout);
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("lume-metal %s\n", LM_VERSION);
-		return EXIT_OK;
-	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cli_version();
 	if (strcmp(argv[1], "help") == 0)
 		return argc > 2 ? cli_help(argv[2]) : usage(stdout);
 	if (argv[1][0] == '-')
