@@ -1,0 +1,73 @@
+# bash completion for lume-metal (installed as share/bash-completion/completions/lume-metal).
+# The flag lists follow `lume-metal help CMD`; tests/install/t-completion.sh checks they agree.
+
+_lume_metal_flags() {
+	local conn="-u --user -i --identity --password-file --known-hosts --accept-new --host --hosts
+		--lume --port --wait --all --lume-default-password --timeout --parallel --state --json"
+	local payload="--payload --target --profile --workload"
+	case $1 in
+	build) echo "--target --profile --workload -o --output --json" ;;
+	verify) echo "--sha256-file --json" ;;
+	probe) echo "$conn $payload" ;;
+	deploy) echo "$conn $payload --image --force --dry-run --canary --batch --max-fail --rollback-on-fail" ;;
+	status) echo "$conn --image" ;;
+	rollback) echo "$conn $payload --to --image --no-probe" ;;
+	ledger) echo "--image --json --csv --state" ;;
+	inventory) echo "--hosts --list --host -u --user" ;;
+	host) echo "$conn" ;;
+	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
+		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;
+	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state" ;;
+	esac
+}
+
+_lume_metal() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local cmds="build verify probe deploy status rollback ledger inventory host bench report help"
+	local cmd="" i
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		-*) ;;
+		*) cmd=${COMP_WORDS[i]}; break ;;
+		esac
+	done
+	COMPREPLY=()
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "--version --help" -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur")
+		fi
+		return
+	fi
+	case $prev in
+	--target) mapfile -t COMPREPLY < <(compgen -W "macos linux-sim" -- "$cur"); return ;;
+	--to) mapfile -t COMPREPLY < <(compgen -W "previous none" -- "$cur"); return ;;
+	-i | --identity | --password-file | --known-hosts | --hosts | --payload | --sha256-file | \
+		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile)
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
+	--state | --evidence) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
+	-u | --user | --host | --port | --wait | --timeout | --parallel | --image | --workload | \
+		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples)
+		return ;;
+	esac
+	if [[ $cmd == help ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "${cmds% help}" -- "$cur")
+		return
+	fi
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_lume_metal_flags "$cmd") --help" -- "$cur")
+		return
+	fi
+	case $cmd in
+	ledger) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "show export merge" -- "$cur") ;;
+	host) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "status enable disable" -- "$cur") ;;
+	verify) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+	report) mapfile -t COMPREPLY < <(compgen -W "stock= shim= host=" -- "$cur") ;;
+	esac
+	if [[ $cmd == ledger && ${COMP_WORDS[i + 1]} == merge && $COMP_CWORD -gt $((i + 1)) ]]; then
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	fi
+	return 0
+}
+complete -F _lume_metal lume-metal

@@ -1,0 +1,79 @@
+# fish completion for lume-metal (installed as share/fish/vendor_completions.d/lume-metal.fish).
+# The flag lists follow `lume-metal help CMD` (tests/install/t-completion.sh checks them).
+
+set -l cmds build verify probe deploy status rollback ledger inventory host bench report help
+complete -c lume-metal -f
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l version -d 'version, commit, data folder'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l help -d 'the commands'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a build -d 'write the deterministic, checksummed payload'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a verify -d 'check a payload'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a probe -d 'run the probe stock and shimmed'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a deploy -d 'push, verify, install, validate, activate, record'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a status -d 'what is installed, drift, verdict'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a rollback -d 'previous release or stock'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a ledger -d 'show, export or merge the ledger'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a inventory -d 'hosts as an Ansible inventory'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a host -d 'the paravirtual-graphics preference'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a bench -d 'llama-bench stock vs shim'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a report -d 'the evidence table'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a help -d 'one command\'s flags'
+complete -c lume-metal -n "__fish_seen_subcommand_from help" -a "$cmds"
+
+# Connection flags: every command that reaches a VM or a Mac host.
+set -l conn probe deploy status rollback host bench
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -s u -l user -x -d 'guest user'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -s i -l identity -r -F -d 'private key file'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l password-file -r -F -d 'password file'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l known-hosts -r -F -d 'host keys'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l accept-new -d 'add an unknown host key'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -l host -x -d 'a guest (user@addr[:port])'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -l hosts -r -F -d 'Mac hosts file'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l lume -r -F -d 'the lume binary'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l port -x -d 'SSH port of Lume VMs'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l wait -x -d 'seconds to wait for a VM'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l all -d 'every VM lume ls lists'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l lume-default-password -d "also try Lume's default password"
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d 'per-VM limit'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l parallel -x -d 'VMs at once'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report" -l json -d 'JSON output'
+
+# Payload flags.
+complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy rollback" -l payload -r -F -d 'a built payload'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback" -l target -x -a 'macos linux-sim' -d 'target'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback" -l profile -x -d 'capability profile'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback bench report" -l workload -x -d 'workload'
+
+complete -c lume-metal -n "__fish_seen_subcommand_from build" -s o -l output -r -F -d 'output file'
+complete -c lume-metal -n "__fish_seen_subcommand_from verify" -l sha256-file -r -F -d 'checksum file'
+complete -c lume-metal -n "__fish_seen_subcommand_from verify" -F
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy status rollback ledger bench report" -l image -x -d 'image reference'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l force -d 'validate and reinstall anyway'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l dry-run -d 'print the plan, change nothing'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d 'the first K VMs first'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l batch -x -d 'wave size (N or P%)'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l max-fail -x -d 'failure budget (N or P%)'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l rollback-on-fail -d 'roll back when the run stops'
+complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l to -x -a 'previous none' -d 'where to'
+complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l no-probe -d 'skip the stock probe'
+complete -c lume-metal -n "__fish_seen_subcommand_from ledger" -l csv -d 'CSV'
+complete -c lume-metal -n "__fish_seen_subcommand_from ledger; and not __fish_seen_subcommand_from show export merge" -a 'show export merge'
+complete -c lume-metal -n "__fish_seen_subcommand_from inventory" -l list -d 'the whole inventory'
+complete -c lume-metal -n "__fish_seen_subcommand_from host; and not __fish_seen_subcommand_from status enable disable" -a 'status enable disable'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l model -r -F -d 'the model'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l llama-bench -x -d 'llama-bench in the guest'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -s p -x -d 'prompt tokens'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -s n -x -d 'generated tokens'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -s r -x -d 'repetitions'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l threads -x -d 'threads'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-baseline -d 'run on this host too'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-llama-bench -r -F -d 'llama-bench here'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-model -r -F -d 'the model here'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l allow-different-model -d 'allow a different model'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench report" -l min-samples -x -d 'samples each test needs'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l evidence -r -a '(__fish_complete_directories)' -d 'evidence directory'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -l csv -d 'CSV'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -l markdown -d 'Markdown table'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -l ledger -d 'from the ledger'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -a 'stock= shim= host='
+complete -c lume-metal -n "__fish_seen_subcommand_from $cmds" -l help -d "this command's flags"
