@@ -106,6 +106,43 @@ test-build: all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 demo: deps-demo plugin/lume-metal build/linux/libMetal.so build/linux/liblumemetal.so build/linux/lume-metal-probe
 	sh scripts/demo
 
+# make install PREFIX=/usr/local DESTDIR=: the binary; its data folder PKGDATADIR (guest
+# scripts, manifests and schemas, and the prebuilt macOS shim and probe under build/macos/,
+# the layout payload.c reads in the source tree); lume-preprovision and fleet-rollback, which
+# run BINDIR/lume-metal; the man page; bash, zsh and fish completions. The shim and probe must
+# be built first (make shim: clang on macOS, zig on Linux).
+MAC_FILES := build/macos/liblumemetal.dylib build/macos/lume-metal-probe
+INST_SCRIPTS := lume-preprovision fleet-rollback
+install: plugin/lume-metal
+	@for f in $(MAC_FILES); do [ -f "$$f" ] || { echo "make install: $$f is missing: run make shim first (zig on Linux, clang on macOS)" >&2; exit 1; }; done
+	$(INSTALL) -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(BASHCOMPDIR)' \
+	    '$(DESTDIR)$(ZSHCOMPDIR)' '$(DESTDIR)$(FISHCOMPDIR)' '$(DESTDIR)$(PKGDATADIR)/guest-payload' \
+	    '$(DESTDIR)$(PKGDATADIR)/manifests/profiles' '$(DESTDIR)$(PKGDATADIR)/manifests/workloads' \
+	    '$(DESTDIR)$(PKGDATADIR)/manifests/schema' '$(DESTDIR)$(PKGDATADIR)/build/macos'
+	$(INSTALL) -m 755 plugin/lume-metal '$(DESTDIR)$(BINDIR)/lume-metal'
+	@for s in $(INST_SCRIPTS); do \
+	    sed 's|^lm=$${LUME_METAL:-}$$|lm=$${LUME_METAL:-$(BINDIR)/lume-metal}|' scripts/$$s >build/$$s.installed && \
+	    grep -q '^lm=$${LUME_METAL:-$(BINDIR)/lume-metal}$$' build/$$s.installed || \
+	    { echo "make install: scripts/$$s: no 'lm=\$${LUME_METAL:-}' line to point at $(BINDIR)/lume-metal" >&2; exit 1; }; \
+	    echo $(INSTALL) -m 755 build/$$s.installed '$(DESTDIR)$(BINDIR)/'$$s; \
+	    $(INSTALL) -m 755 build/$$s.installed '$(DESTDIR)$(BINDIR)/'$$s || exit 1; done
+	$(INSTALL) -m 644 guest-payload/* '$(DESTDIR)$(PKGDATADIR)/guest-payload/'
+	$(INSTALL) -m 644 manifests/hosts.example.json '$(DESTDIR)$(PKGDATADIR)/manifests/'
+	$(INSTALL) -m 644 manifests/profiles/*.json '$(DESTDIR)$(PKGDATADIR)/manifests/profiles/'
+	$(INSTALL) -m 644 manifests/workloads/*.json '$(DESTDIR)$(PKGDATADIR)/manifests/workloads/'
+	$(INSTALL) -m 644 manifests/schema/*.json '$(DESTDIR)$(PKGDATADIR)/manifests/schema/'
+	$(INSTALL) -m 755 $(MAC_FILES) '$(DESTDIR)$(PKGDATADIR)/build/macos/'
+	$(INSTALL) -m 644 man/lume-metal.1 '$(DESTDIR)$(MANDIR)/man1/lume-metal.1'
+	$(INSTALL) -m 644 completions/lume-metal.bash '$(DESTDIR)$(BASHCOMPDIR)/lume-metal'
+	$(INSTALL) -m 644 completions/_lume-metal '$(DESTDIR)$(ZSHCOMPDIR)/_lume-metal'
+	$(INSTALL) -m 644 completions/lume-metal.fish '$(DESTDIR)$(FISHCOMPDIR)/lume-metal.fish'
+
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/lume-metal' $(foreach s,$(INST_SCRIPTS),'$(DESTDIR)$(BINDIR)/$(s)') \
+	    '$(DESTDIR)$(MANDIR)/man1/lume-metal.1' '$(DESTDIR)$(BASHCOMPDIR)/lume-metal' \
+	    '$(DESTDIR)$(ZSHCOMPDIR)/_lume-metal' '$(DESTDIR)$(FISHCOMPDIR)/lume-metal.fish'
+	rm -rf '$(DESTDIR)$(PKGDATADIR)'
+
 clean:
 	rm -rf build plugin/lume-metal $(SHIM_CLEAN)
 
