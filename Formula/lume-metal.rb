@@ -1,0 +1,42 @@
+# Homebrew formula, in a tap layout: this repository is its own tap.
+#   brew tap lume-metal/lume-metal URL-OF-THIS-REPOSITORY
+#   brew install --HEAD lume-metal/lume-metal/lume-metal
+# The source is the tap's own clone (file:// below), so no URL outside it is assumed; the
+# formula is HEAD-only until the project publishes release tarballs. tests/install/t-formula.sh
+# checks the dependencies and install paths against the Makefile.
+class LumeMetal < Formula
+  desc "Deploy a Metal capability shim to a fleet of Lume macOS guests, safely"
+  homepage "file://#{File.expand_path("..", __dir__)}"
+  head "file://#{File.expand_path("..", __dir__)}", using: :git
+
+  # One per pkg-config package of the Makefile's PKGS (libssh2 libcjson libarchive libcrypto);
+  # libarchive and openssl@3 are keg-only, which the Makefile finds through brew --prefix.
+  depends_on "pkg-config" => :build
+  depends_on "cjson"
+  depends_on "libarchive"
+  depends_on "libssh2"
+  depends_on "openssl@3"
+  depends_on :macos
+
+  def install
+    args = %W[
+      PREFIX=#{prefix}
+      MANDIR=#{man}
+      BASHCOMPDIR=#{bash_completion}
+      ZSHCOMPDIR=#{zsh_completion}
+      FISHCOMPDIR=#{fish_completion}
+    ]
+    # The shim and probe natively: clang -arch arm64 -arch arm64e, ad-hoc signed (shim/shim.mk).
+    system "make", "plugin/lume-metal", "shim", *args
+    system "make", "install", *args
+  end
+
+  test do
+    version_text = shell_output("#{bin}/lume-metal --version")
+    assert_match "data: #{pkgshare} (installed)", version_text
+    assert_match "shim: sha256 ", version_text
+    system bin/"lume-metal", "build", "--target", "macos", "-o", testpath/"payload.tar.gz"
+    system bin/"lume-metal", "verify", testpath/"payload.tar.gz"
+    assert_match "lib/liblumemetal.dylib", shell_output("tar -tzf #{testpath}/payload.tar.gz")
+  end
+end
