@@ -137,6 +137,19 @@ install: plugin/lume-metal
 	$(INSTALL) -m 644 completions/_lume-metal '$(DESTDIR)$(ZSHCOMPDIR)/_lume-metal'
 	$(INSTALL) -m 644 completions/lume-metal.fish '$(DESTDIR)$(FISHCOMPDIR)/lume-metal.fish'
 
+# make deb [DEBDIR=build/deb]: the .deb for Linux controllers, from a copy of the tree in
+# DEBDIR/src (dpkg-buildpackage writes beside the tree it builds) with the macOS shim and probe
+# built here first (zig); debian/rules installs them (make install), nothing else is rebuilt.
+DEBDIR ?= build/deb
+DEB_TREE := Makefile README.md plugin guest-payload manifests scripts shim man completions docs debian
+deb: $(MAC_FILES)
+	rm -rf '$(DEBDIR)/src' && mkdir -p '$(DEBDIR)/src/build'
+	tar -cf - $(DEB_TREE) | tar -C '$(DEBDIR)/src' -xf -
+	cp -R build/macos '$(DEBDIR)/src/build/'
+	cd '$(DEBDIR)/src' && COMMIT='$(COMMIT)' DEB_BUILD_OPTIONS='nocheck $(DEB_BUILD_OPTIONS)' \
+	    dpkg-buildpackage -b -uc -us
+	@ls '$(DEBDIR)'/lume-metal_*.deb
+
 uninstall:
 	rm -f '$(DESTDIR)$(BINDIR)/lume-metal' $(foreach s,$(INST_SCRIPTS),'$(DESTDIR)$(BINDIR)/$(s)') \
 	    '$(DESTDIR)$(MANDIR)/man1/lume-metal.1' '$(DESTDIR)$(BASHCOMPDIR)/lume-metal' \
