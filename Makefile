@@ -3,7 +3,8 @@ VERSION  := 0.1.0
 PKGS     := libssh2 libcjson libarchive libcrypto libcurl
 CC       ?= cc
 # Where `make install` puts things (DESTDIR is prepended, e.g. for a package); the binary has
-# PKGDATADIR compiled in as the second place it looks for its data (plugin/datadir.h).
+# PKGDATADIR compiled in (LM_PKGDATADIR) as the second place it looks for its data, after
+# $LUME_METAL_DATADIR and before the source tree (LM_DATADIR, which tests/unit use too).
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
@@ -17,7 +18,7 @@ INSTALL     ?= install
 COMMIT      ?= $(or $(shell git -C '$(CURDIR)' rev-parse HEAD 2>/dev/null),unknown)
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION)"' \
-            -DLM_DATADIR='"$(PKGDATADIR)"' -DLM_SRCDIR='"$(CURDIR)"' -DLM_COMMIT='"$(COMMIT)"'
+            -DLM_DATADIR='"$(CURDIR)"' -DLM_PKGDATADIR='"$(PKGDATADIR)"' -DLM_COMMIT='"$(COMMIT)"'
 # Homebrew's libarchive and openssl@3 are keg-only: pkg-config finds them only through their
 # own prefix. Passed on the command line, since $(shell) does not see exported variables
 # before GNU make 4.4 (macOS has 3.81).

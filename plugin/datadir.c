@@ -8,11 +8,12 @@
 
 #include "util.h"
 
-#ifndef LM_DATADIR
-#define LM_DATADIR "/usr/local/share/lume-metal"
+/* Both compiled in from the Makefile: PKGDATADIR, and the source tree (CURDIR). */
+#ifndef LM_PKGDATADIR
+#define LM_PKGDATADIR "/usr/local/share/lume-metal"
 #endif
-#ifndef LM_SRCDIR
-#define LM_SRCDIR "."
+#ifndef LM_DATADIR
+#define LM_DATADIR "."
 #endif
 
 const char *const datadir_required[] = {
@@ -41,8 +42,8 @@ datadir_candidates(datadir_candidate c[3])
 
 	if (env != NULL && *env != '\0')
 		c[n++] = (datadir_candidate){env, "$LUME_METAL_DATADIR", NULL};
-	c[n++] = (datadir_candidate){LM_DATADIR, "installed", NULL};
-	c[n++] = (datadir_candidate){LM_SRCDIR, "source tree", NULL};
+	c[n++] = (datadir_candidate){LM_PKGDATADIR, "installed", NULL};
+	c[n++] = (datadir_candidate){LM_DATADIR, "source tree", NULL};
 	for (size_t i = 0; i < n; i++)
 		c[i].lacks = lacks(c[i].path);
 	return n;

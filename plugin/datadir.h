@@ -2,8 +2,8 @@
  * workloads, schema/) and build/macos/ (the prebuilt shim and probe), the layout payload.c and
  * manifest.c read. Looked for in this order:
  *   1. $LUME_METAL_DATADIR, when set and not empty: always used, whatever it holds;
- *   2. the installed PREFIX/share/lume-metal (LM_DATADIR, compiled in from the Makefile);
- *   3. the source tree the binary was built in (LM_SRCDIR, compiled in).
+ *   2. the installed PREFIX/share/lume-metal (LM_PKGDATADIR, compiled in from the Makefile);
+ *   3. the source tree the binary was built in (LM_DATADIR, compiled in).
  * 2 and 3 count only when they hold the data (datadir_required). No printing, no exit. */
 #ifndef LM_DATADIR_H
 #define LM_DATADIR_H
