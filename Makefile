@@ -93,6 +93,7 @@ lint:
 	    scripts/mac-first-run \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
 	shellcheck -s sh tests/install/*.sh
+	shellcheck -s bash completions/lume-metal.bash
 
 # What the tests need is built with one job per core; then the tests run.
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)

@@ -26,7 +26,9 @@ class LumeMetal < Formula
       ZSHCOMPDIR=#{zsh_completion}
       FISHCOMPDIR=#{fish_completion}
     ]
-    # The shim and probe natively: clang -arch arm64 -arch arm64e, ad-hoc signed (shim/shim.mk).
+    # The shim and probe natively: clang -arch arm64 -arch arm64e, ad-hoc signed (shim/shim.mk);
+    # Homebrew's compiler wrapper drops -arch flags unless told otherwise.
+    ENV.permit_arch_flags
     system "make", "plugin/lume-metal", "shim", *args
     system "make", "install", *args
   end

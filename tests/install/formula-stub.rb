@@ -56,6 +56,9 @@ class Formula
   end
 end
 
+# Homebrew's ENV extension (superenv): recorded only.
+def ENV.permit_arch_flags = puts("PERMIT_ARCH_FLAGS")
+
 load ARGV.fetch(0)
 f = LumeMetal.new
 Dir.chdir(ENV.fetch("FAKE_SRC")) { f.install }

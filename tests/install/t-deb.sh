@@ -3,6 +3,7 @@
 # from another folder (--version, build + verify of a payload), then dpkg -r. Needs root.
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
+unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
 if [ "$(id -u)" -ne 0 ]; then ok "# skip the .deb: dpkg -i needs root"; t_done; fi
 for c in dpkg-buildpackage dh; do
 	command -v "$c" >/dev/null 2>&1 || { not_ok "$c is installed (scripts/deps.sh test: debhelper)"; t_done; }

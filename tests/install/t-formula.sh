@@ -4,6 +4,7 @@
 # simulated), then the files checked where Homebrew's paths say they must be.
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
+unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
 F=$TOP/Formula/lume-metal.rb
 if ! command -v ruby >/dev/null 2>&1; then not_ok "ruby is installed (scripts/deps.sh test)"; t_done; fi
 check_rc "ruby -c" 0 ruby -c "$F"
@@ -36,6 +37,7 @@ cp -R "$TOP/build/macos" "$T/src/build/" 2>/dev/null || not_ok "build/macos/ has
 check_rc "its install block, then its test block (-O0)" 0 env CFLAGS=-O0 FAKE_PREFIX="$T/prefix" FAKE_SRC="$T/src" \
 	FAKE_TESTPATH="$T/testpath" ruby "$TOP/tests/install/formula-stub.rb" "$F"
 cp "$T/.out" "$T/run"
+check_grep "... let -arch flags through Homebrew's compiler wrapper (the shim is arm64 + arm64e)" '^PERMIT_ARCH_FLAGS$' "$T/run"
 check_grep "... ran make install with PREFIX=prefix" "^RUN make install PREFIX=$T/prefix " "$T/run"
 check_grep "... and its test to the end (build + verify of a payload)" '^TESTED$' "$T/run"
 for f in bin/lume-metal bin/lume-preprovision bin/fleet-rollback share/lume-metal/guest-payload/install.sh \

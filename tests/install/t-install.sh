@@ -6,17 +6,21 @@
 # tree unreadable would not do: the tests run as root.)
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
+unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
 P=$T/prefix S=$T/src
 mkdir -p "$S/build" "$T/elsewhere" "$T/fake"
 (cd "$TOP" && tar -cf - Makefile plugin guest-payload manifests scripts shim man completions) | tar -C "$S" -xf -
 rm -f "$S/plugin/lume-metal"
+# -O0: quicker, and it once failed to link (floor without -lm).
+check_rc "the copy builds (CFLAGS=-O0)" 0 make -C "$S" plugin/lume-metal PREFIX="$P" CFLAGS=-O0
+check_rc "make install without the shim built stops" 2 make -C "$S" install PREFIX="$P" CFLAGS=-O0
+check_has "... naming it" "build/macos/liblumemetal.dylib is missing: run make shim first" "$T/.out"
+check "... having installed nothing" test ! -e "$P"
 if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-metal-probe" ]; then
 	cp -R "$TOP/build/macos" "$S/build/"
 else
 	not_ok "build/macos/ has the cross-built shim and probe (make shim)"
 fi
-# -O0: quicker, and it once failed to link (floor without -lm).
-check_rc "the copy builds (CFLAGS=-O0)" 0 make -C "$S" plugin/lume-metal PREFIX="$P" CFLAGS=-O0
 cd "$T/elsewhere" || exit 1
 check_rc "before make install, the built binary uses its source tree" 0 "$S/plugin/lume-metal" --version
 check_has "... --version says so" "data: $S (source tree)" "$T/.out"
