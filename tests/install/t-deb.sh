@@ -4,6 +4,23 @@
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
+
+# debian/control's Build-Depends against the Makefile's PKGS (the Debian package owning each
+# package's .pc file) and scripts/deps.sh (which installs them for CI).
+pkgs=$(make -s -C "$TOP" --no-print-directory --eval 'print-pkgs: ; @echo $(PKGS)' print-pkgs)
+sed -n '/^Build-Depends:/,/^[A-Z]/p' "$TOP/debian/control" | sed 's/^Build-Depends://; /^[A-Z]/d' |
+	tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g' | grep -v '^$' >"$T/bdeps"
+for p in $pkgs; do
+	pc=$(pkg-config --variable=pcfiledir "$p" 2>/dev/null)/$p.pc
+	owner=$(dpkg -S "$pc" 2>/dev/null | sed 's/:.*//' | head -n 1)
+	if [ -z "$owner" ]; then not_ok "a Debian package provides $p.pc (dpkg -S $pc)"; continue; fi
+	check "Build-Depends has $owner, which provides $p.pc" grep -qx -- "$owner" "$T/bdeps"
+done
+while read -r b; do
+	case $b in debhelper-compat) continue ;; esac
+	check "scripts/deps.sh installs build dependency $b" grep -Eq -- "(^|[ \"])$b( |\"|\$)" "$TOP/scripts/deps.sh"
+done <"$T/bdeps"
+
 if [ "$(id -u)" -ne 0 ]; then ok "# skip the .deb: dpkg -i needs root"; t_done; fi
 for c in dpkg-buildpackage dh; do
 	command -v "$c" >/dev/null 2>&1 || { not_ok "$c is installed (scripts/deps.sh test: debhelper)"; t_done; }
