@@ -19,13 +19,16 @@ COMMIT      ?= $(or $(shell git -C '$(CURDIR)' rev-parse HEAD 2>/dev/null),unkno
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION)"' \
             -DLM_DATADIR='"$(CURDIR)"' -DLM_PKGDATADIR='"$(PKGDATADIR)"' -DLM_COMMIT='"$(COMMIT)"'
-# Homebrew's libarchive and openssl@3 are keg-only: pkg-config finds them only through their
-# own prefix. Passed on the command line, since $(shell) does not see exported variables
+# Homebrew's libarchive, openssl@3 and curl are keg-only: pkg-config finds them only through
+# their own prefix. Passed on the command line, since $(shell) does not see exported variables
 # before GNU make 4.4 (macOS has 3.81).
 PKG_CONFIG ?= pkg-config
+BREW_KEGS  := libarchive openssl@3 curl
 ifeq ($(shell uname -s),Darwin)
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
-PKG_CONFIG  := PKG_CONFIG_PATH='$(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/openssl@3/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))' $(PKG_CONFIG)
+BREW_EMPTY  :=
+BREW_PCPATH := $(subst $(BREW_EMPTY) $(BREW_EMPTY),:,$(foreach k,$(BREW_KEGS),$(BREW_PREFIX)/opt/$(k)/lib/pkgconfig))
+PKG_CONFIG  := PKG_CONFIG_PATH='$(BREW_PCPATH)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))' $(PKG_CONFIG)
 endif
 # A package pkg-config cannot find stops make here, named, instead of a compile without its
 # flags ending in hundreds of undefined references. Expanded only in recipes that compile.

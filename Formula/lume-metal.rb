@@ -9,10 +9,11 @@ class LumeMetal < Formula
   homepage "file://#{File.expand_path("..", __dir__)}"
   head "file://#{File.expand_path("..", __dir__)}", using: :git
 
-  # One per pkg-config package of the Makefile's PKGS (libssh2 libcjson libarchive libcrypto);
-  # libarchive and openssl@3 are keg-only, which the Makefile finds through brew --prefix.
+  # One per pkg-config package of the Makefile's PKGS (libssh2 libcjson libarchive libcrypto
+  # libcurl); libarchive, openssl@3 and curl are keg-only, found through brew --prefix.
   depends_on "pkg-config" => :build
   depends_on "cjson"
+  depends_on "curl"
   depends_on "libarchive"
   depends_on "libssh2"
   depends_on "openssl@3"

@@ -1,5 +1,5 @@
 # The Makefile's pkg-config handling: a package it cannot find stops make at once, named; on
-# macOS Homebrew's keg-only libarchive and openssl@3 are found through `brew --prefix`.
+# macOS Homebrew's keg-only libarchive, openssl@3 and curl are found through `brew --prefix`.
 # Both run `make -n` (prints the commands, builds nothing) in the source tree.
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
@@ -14,11 +14,12 @@ check_grep "... links them" '-lssh2 .*-lcjson .*-larchive .*-lcrypto' "$T/.out"
 
 # macOS, simulated: `uname -s` says Darwin and `brew --prefix` names a prefix whose opt/ holds
 # the keg-only .pc files (and only there). Make must compile with their flags.
+# (On macOS, Homebrew's libarchive, openssl@3 and curl are keg-only.)
 mkdir -p "$T/bin"
 printf '#!/bin/sh\n[ "$1" = -s ] && { echo Darwin; exit 0; }\nexec /bin/uname "$@"\n' >"$T/bin/uname"
 printf '#!/bin/sh\n[ "$1" = --prefix ] && [ $# -eq 1 ] && { echo "%s"; exit 0; }\nexit 1\n' "$T/brew" >"$T/bin/brew"
 chmod +x "$T/bin/uname" "$T/bin/brew"
-for kp in libarchive:libarchive openssl@3:libcrypto; do
+for kp in libarchive:libarchive openssl@3:libcrypto curl:libcurl; do
 	k=${kp%%:*} p=${kp#*:} d=$T/brew/opt/${kp%%:*}
 	mkdir -p "$d/lib/pkgconfig"
 	printf 'Name: %s\nDescription: keg-only %s\nVersion: 9.9\nCflags: -I%s/include\nLibs: -L%s/lib -l%s\n' \
@@ -27,5 +28,6 @@ done
 check_rc "macOS: make finds Homebrew's keg-only packages" 0 env PATH="$T/bin:$PATH" make -C "$TOP" -n -B plugin/lume-metal
 check_has "... libarchive's flags from brew --prefix" "-I$T/brew/opt/libarchive/include" "$T/.out"
 check_has "... openssl@3's" "-I$T/brew/opt/openssl@3/include" "$T/.out"
-check_has "... and its libraries" "-L$T/brew/opt/openssl@3/lib" "$T/.out"
+check_has "... curl's" "-I$T/brew/opt/curl/include" "$T/.out"
+check_has "... and their libraries" "-L$T/brew/opt/openssl@3/lib" "$T/.out"
 t_done
