@@ -8,8 +8,10 @@
 
 #include "bench.h"
 #include "evidence.h"
+#include "deploy_int.h"
 #include "ledger.h"
 #include "util.h"
+#include "validate.h"
 
 /* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
 static const char install_script[] =
@@ -104,13 +106,6 @@ key_for(const guest_facts *f, const deploy_opts *o)
 }
 
 static void add_facts(cJSON *r, const guest_facts *f, cJSON *key);
-
-/* One VM for the length of an operation: the connection, the guest's facts, its ledger key. */
-typedef struct {
-	ssh_conn *c;
-	guest_facts f;
-	cJSON *key;
-} vm_session;
 
 /* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
  * has the state and the reason, and s holds nothing. */
@@ -282,6 +277,27 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
 		goto done;
+	}
+	/* The workload's own numbers, once per image version (validate.h). */
+	if (o->require_validation && (code = validate_check(o->state, s.key, msg)) != LM_OK) {
+		const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
+		char why[LM_ERRLEN + 600];
+
+		if (code == LM_EFAIL) {
+			set_state(r, "failed", msg);
+			goto done;
+		}
+		if (o->validate == NULL) {
+			snprintf(why, sizeof why, "%s; validate it first: lume-metal validate %s%s%s --workload %s%s%s --model PATH "
+			    "(or deploy with --validate-workload --model PATH)", msg, t->lume || t->via ? "" : "--host ", vm,
+			    t->via ? " --hosts FILE" : "", o->info->workload, strcmp(o->info->target, "macos") ? " --target " : "",
+			    strcmp(o->info->target, "macos") ? o->info->target : "");
+			set_state(r, "refused", why);
+			goto done;
+		}
+		if (!o->dry_run && validate_session(r, &s, t, o) != LM_OK)
+			goto done; /* r says why: validation-failed, failed or timeout */
+		code = 0;
 	}
 	if (o->dry_run) {
 		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
@@ -800,4 +816,41 @@ deploy_exit_code(cJSON *const *results, size_t n)
 			failed = 1;
 	}
 	return failed ? 1 : refused ? 3 : 0;
+}
+
+/* deploy_int.h: the helpers above, for validate.c (and, after the parsers branch, bench_vm.c). */
+cJSON *
+deploy_result_new(const guest_target *t, const char *state)
+{
+	return result_new(t, state);
+}
+
+void
+deploy_set_state(cJSON *r, const char *state, const char *message)
+{
+	set_state(r, state, message);
+}
+
+int
+deploy_vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
+{
+	return vm_open(s, r, t, o);
+}
+
+void
+deploy_vm_close(vm_session *s, cJSON *r)
+{
+	vm_close(s, r);
+}
+
+void
+deploy_record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
+{
+	record(r, o, key, rec);
+}
+
+cJSON *
+deploy_record_new(const char *kind, const guest_target *t, const deploy_opts *o)
+{
+	return record_new(kind, t, o);
 }
