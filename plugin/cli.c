@@ -571,6 +571,24 @@ done:
 }
 
 int
+cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int long_timeout_s)
+{
+	char err[LM_ERRLEN];
+	int rc = c->nhosts ? guest_target_host(out, c->hosts[0], c->ssh.user, err)
+	    : guest_target_lume(out, vm, c->ssh.user, err);
+
+	if (rc != LM_OK)
+		return cli_fail(rc, err);
+	if (!c->nhosts)
+		(*out)->port = c->port;
+	o->state = c->state, o->lume = c->lume, o->ssh = c->ssh, o->timeout_s = c->timeout_s;
+	o->wait_s = c->wait_s;
+	if (c->timeout_s == 120) /* the default: not given */
+		o->timeout_s = long_timeout_s;
+	return EXIT_OK;
+}
+
+int
 cli_state_check(const char *state, const char *cmd)
 {
 	struct stat st;

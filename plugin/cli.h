@@ -135,6 +135,12 @@ int cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd
  * &v->v. Prints the reason and returns EXIT_USAGE on bad input. */
 int cli_validate_setup(cli_validate *v, cli_conn *c, deploy_opts *o, int run, const char *cmd);
 
+/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
+ * from the Lume name vm or c's one --host, and o's connection fields from c, its per-VM
+ * timeout long_timeout_s unless --timeout was given. Prints the reason and returns its exit
+ * code. */
+int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int long_timeout_s);
+
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */

@@ -119,19 +119,9 @@ cmd_validate(int argc, char **argv)
 	{
 		guest_target *t = NULL;
 
-		rc = conn.nhosts ? guest_target_host(&t, conn.hosts[0], conn.ssh.user, err)
-		    : guest_target_lume(&t, argv[optind], conn.ssh.user, err);
-		if (rc != LM_OK) {
-			rc = cli_fail(rc, err);
-			goto done;
-		}
-		if (!conn.nhosts)
-			t->port = conn.port;
-		o.state = conn.state, o.lume = conn.lume, o.ssh = conn.ssh, o.timeout_s = conn.timeout_s;
-		o.wait_s = conn.wait_s;
 		/* Two llama-perplexity runs of a large model, the stock one on the slow kernels. */
-		if (conn.timeout_s == 120)
-			o.timeout_s = 3600;
+		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
+			goto done;
 		validate_one(&res, t, &o, err);
 		guest_target_free(t);
 	}
