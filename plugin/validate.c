@@ -256,7 +256,8 @@ arm_free(arm *a)
 	lm_buf_free(&a->err);
 }
 
-/* Runs argv in the guest; a, its output and exit status. LM_OK when it ran to an exit status. */
+/* Runs argv in the guest; a, its output and exit status. LM_OK when it ran to an exit status.
+ * cmdline, when not NULL, gets the command arm_script runs (argv from its sixth word). */
 static int
 run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
 {
@@ -265,10 +266,10 @@ run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
 	int rc;
 
 	a->code = -1;
-	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+	if (ssh_quote_argv(&cmd, argv) != LM_OK || (cmdline && ssh_quote_argv(cmdline, argv + 5) != LM_OK)) {
+		lm_buf_free(&cmd);
 		return lm_err(a->msg, LM_EFAIL, "out of memory");
-	if (cmdline && cmdline->len == 0)
-		lm_buf_add(cmdline, cmd.data, cmd.len);
+	}
 	rc = ssh_exec(c, cmd.data, NULL, 0, &res, a->msg);
 	lm_buf_free(&cmd);
 	a->out = res.out;

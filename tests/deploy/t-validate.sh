@@ -46,7 +46,7 @@ check_grep "... and the stock arm's device lines" 'simdgroup matrix mul\. = fals
 check "one ledger record of kind validate" test "$(records)" -eq 1
 check_grep "... a pass" '"verdict":[[:space:]]*"pass"' "$T/state/ledger/"*.json
 check_grep "... with the text named" '"text":[[:space:]]*"manifests/texts/gfdl-1.3.txt"' "$T/state/ledger/"*.json
-check_grep "... and the command of the stock arm" '"command":[[:space:]]*".*--kl-divergence-base' "$T/state/ledger/"*.json
+check_grep "... and the command of the stock arm, llama-perplexity's own" '"command":[[:space:]]*".[^ ]*/llama-perplexity. .-m. .*--kl-divergence-base' "$T/state/ledger/"*.json
 check_rc "text output" 0 V
 check_grep "... shows the figures against the thresholds" 'mean KLD +0\.000412 +\(at most 0\.01\)' "$T/.out"
 check_grep "... and each arm's path" 'shim arm: +Apple family 1009, simdgroup matrix mul\. true' "$T/.out"
