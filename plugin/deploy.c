@@ -279,26 +279,8 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		goto done;
 	}
 	/* The workload's own numbers, once per image version (validate.h). */
-	if (o->require_validation && (code = validate_check(o->state, s.key, msg)) != LM_OK) {
-		const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
-		char why[LM_ERRLEN + 600];
-
-		if (code == LM_EFAIL) {
-			set_state(r, "failed", msg);
-			goto done;
-		}
-		if (o->validate == NULL) {
-			snprintf(why, sizeof why, "%s; validate it first: lume-metal validate %s%s%s --workload %s%s%s --model PATH "
-			    "(or deploy with --validate-workload --model PATH)", msg, t->lume || t->via ? "" : "--host ", vm,
-			    t->via ? " --hosts FILE" : "", o->info->workload, strcmp(o->info->target, "macos") ? " --target " : "",
-			    strcmp(o->info->target, "macos") ? o->info->target : "");
-			set_state(r, "refused", why);
-			goto done;
-		}
-		if (!o->dry_run && validate_session(r, &s, t, o) != LM_OK)
-			goto done; /* r says why: validation-failed, failed or timeout */
-		code = 0;
-	}
+	if (o->require_validation && validate_gate(r, &s, t, o) != LM_OK)
+		goto done;
 	if (o->dry_run) {
 		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
 

@@ -2,6 +2,7 @@
 #include "validate.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,3 +604,110 @@ validate_check(const char *state, const cJSON *key, char *why)
 	cJSON_Delete(last);
 	return rc;
 }
+
+/* The image versions being validated by this process's gates (their keys, printed), so VMs of
+ * one version wait for the first one's verdict instead of each running llama-perplexity, and
+ * those validated by this process already (gate_done: their verdict is in the ledger). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static char **gate_keys, **gate_done;
+static size_t gate_n, gate_ndone;
+
+static size_t
+gate_find(char **keys, size_t n, const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < n && strcmp(keys[i], k) != 0; i++)
+		;
+	return i;
+}
+
+/* Waits until no other thread validates k, then claims it; 1 when another thread of this
+ * process validated it (now or before), 0 when not, -1 out of memory. */
+static int
+gate_enter(char *k)
+{
+	char **v;
+	int waited = 0;
+
+	pthread_mutex_lock(&gate_mu);
+	while (gate_find(gate_keys, gate_n, k) < gate_n) {
+		waited = 1;
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	}
+	if (gate_find(gate_done, gate_ndone, k) < gate_ndone)
+		waited = 1;
+	if ((v = realloc(gate_keys, (gate_n + 1) * sizeof *v)) == NULL) {
+		pthread_mutex_unlock(&gate_mu);
+		return -1;
+	}
+	gate_keys = v;
+	gate_keys[gate_n++] = k;
+	pthread_mutex_unlock(&gate_mu);
+	return waited;
+}
+
+/* Releases k, which validated (when validated) and is then kept in gate_done (owned). */
+static void
+gate_leave(char *k, int validated)
+{
+	char **v;
+	size_t i;
+
+	pthread_mutex_lock(&gate_mu);
+	if ((i = gate_find(gate_keys, gate_n, k)) < gate_n)
+		gate_keys[i] = gate_keys[--gate_n];
+	if (gate_n == 0) {
+		free(gate_keys);
+		gate_keys = NULL;
+	}
+	if (validated && (v = realloc(gate_done, (gate_ndone + 1) * sizeof *v)) != NULL) {
+		gate_done = v;
+		gate_done[gate_ndone++] = k;
+	} else
+		free(k);
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+int
+validate_gate(cJSON *r, vm_session *s, guest_target *t, const deploy_opts *o)
+{
+	const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
+	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], *k;
+	int rc = validate_check(o->state, s->key, msg), waited, ran = 0;
+
+	if (rc == LM_OK)
+		return LM_OK;
+	if (rc == LM_EFAIL || o->validate == NULL || o->dry_run) {
+		if (rc == LM_EFAIL)
+			deploy_set_state(r, "failed", msg);
+		else if (o->validate == NULL) {
+			snprintf(why, sizeof why, "%s; validate it first: lume-metal validate %s%s%s --workload %s%s%s --model "
+			    "PATH (or deploy with --validate-workload --model PATH)", msg, t->lume || t->via ? "" : "--host ", vm,
+			    t->via ? " --hosts FILE" : "", o->info->workload, strcmp(o->info->target, "macos") ? " --target " : "",
+			    strcmp(o->info->target, "macos") ? o->info->target : "");
+			deploy_set_state(r, "refused", why);
+		} else
+			return LM_OK; /* a dry run: the plan goes on, validation would run first */
+		return LM_EFAIL;
+	}
+	if ((k = cJSON_PrintUnformatted(s->key)) == NULL || (waited = gate_enter(k)) < 0) {
+		free(k);
+		deploy_set_state(r, "failed", "out of memory");
+		return LM_EFAIL;
+	}
+	/* Another VM of this version validated it while this one waited: its verdict stands. */
+	if (waited && (rc = validate_check(o->state, s->key, msg)) != LM_OK) {
+		snprintf(why, sizeof why, "%s (in this run)", msg);
+		deploy_set_state(r, rc == LM_EFAIL ? "failed" : "refused", why);
+	} else if (!waited) {
+		rc = validate_session(r, s, t, o);
+		ran = strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ||
+		    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validation-failed") == 0;
+	}
+	gate_leave(k, ran);
+	return rc;
+}
+

@@ -109,4 +109,11 @@ int validate_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err);
  * message that names the record or its absence), or LM_EFAIL when the ledger cannot be read. */
 int validate_check(const char *state, const cJSON *key, char *why);
 
+/* deploy's gate, for a workload with "requireValidation": LM_OK when key's last validate
+ * record passed, or when o->validate is set and validate_session passes on this VM now (not in
+ * a dry run). Otherwise r holds the state: "refused" naming the record or its absence and the
+ * command to run, or validate_session's. VMs of one image version in one process wait for
+ * each other here, so the first one validates and the rest read its record. */
+int validate_gate(cJSON *r, vm_session *s, guest_target *t, const deploy_opts *o);
+
 #endif

@@ -12,6 +12,8 @@ guest tahoe-v 127.0.0.13 || exit 1
 G=$T/g/tahoe-v/home
 head -c 20000 /dev/urandom >"$G/model.gguf"
 V() { lm validate tahoe-v --target linux-sim --model "$G/model.gguf" "$@"; }
+# all: every ledger document in one file, for check_grep (which reads one file).
+all() { cat "$T"/state/ledger/*.json >"$T/ledger.all"; printf '%s' "$T/ledger.all"; }
 records() { cat "$T"/state/ledger/*.json 2>/dev/null | grep -c '"kind":[[:space:]]*"validate"'; }
 scratch() { find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'lume-metal-validate.*' 2>/dev/null | wc -l; }
 # sim NAME MODE: a llama-perplexity of that name in the guest that runs the simulation with
@@ -44,9 +46,9 @@ check "the evidence has both arms' raw output, the record and SHA256SUMS" sh -c 
 check_grep "... the shim arm's statistics in it" 'Mean    KLD:   0\.000412' "$T/ev/shim.stdout"
 check_grep "... and the stock arm's device lines" 'simdgroup matrix mul\. = false' "$T/ev/stock.stderr"
 check "one ledger record of kind validate" test "$(records)" -eq 1
-check_grep "... a pass" '"verdict":[[:space:]]*"pass"' "$T/state/ledger/"*.json
-check_grep "... with the text named" '"text":[[:space:]]*"manifests/texts/gfdl-1.3.txt"' "$T/state/ledger/"*.json
-check_grep "... and the command of the stock arm, llama-perplexity's own" '"command":[[:space:]]*".[^ ]*/llama-perplexity. .-m. .*--kl-divergence-base' "$T/state/ledger/"*.json
+check_grep "... a pass" '"verdict":[[:space:]]*"pass"' "$(all)"
+check_grep "... with the text named" '"text":[[:space:]]*"manifests/texts/gfdl-1.3.txt"' "$(all)"
+check_grep "... and the command of the stock arm, llama-perplexity's own" '"command":[[:space:]]*".[^ ]*/llama-perplexity. .-m. .*--kl-divergence-base' "$(all)"
 check_rc "text output" 0 V
 check_grep "... shows the figures against the thresholds" 'mean KLD +0\.000412 +\(at most 0\.01\)' "$T/.out"
 check_grep "... and each arm's path" 'shim arm: +Apple family 1009, simdgroup matrix mul\. true' "$T/.out"
@@ -56,7 +58,7 @@ nrec=$(records)
 check_rc "broken kernels (mean KLD 1.87) fail" 1 V --llama-perplexity "$(sim llama-perplexity bad-kld)"
 check_grep "... as validation-failed, the KLD named" 'validation-failed: mean KLD 1\.873412 is above 0\.01' "$T/.out"
 check "... recorded" test "$(records)" -eq $((nrec + 1))
-check_grep "... every reason in the record" 'same top token 41\.237% is below 97%' "$T/state/ledger/"*.json
+check_grep "... every reason in the record" 'same top token 41\.237% is below 97%' "$(all)"
 check_rc "a shim arm that crashes fails" 1 V --llama-perplexity "$(sim llama-perplexity crash)" --json
 check_grep "... naming the signal" '"state":"validation-failed".*killed by SIGSEGV' "$T/.out"
 check "... recorded" test "$(records)" -eq $((nrec + 2))
@@ -77,7 +79,7 @@ check "... and none recorded" test "$(records)" -eq "$nrec"
 check_rc "ESC and BEL in llama.cpp's build line" 0 V --llama-perplexity "$(sim llama-perplexity esc)"
 check_has "... reach the terminal as '?'" 'build: 6325 (ee3d1b54c) ?]0;owned?with' "$T/.out"
 check "... and no control character" sh -c '! LC_ALL=C grep -q "$(printf "[\033\007]")" "$1"' - "$T/.out"
-check_has "... and the ledger as '?' too" '6325 (ee3d1b54c) ?]0;owned?with' "$T/state/ledger/"*.json
+check_has "... and the ledger as '?' too" '6325 (ee3d1b54c) ?]0;owned?with' "$(all)"
 nrec=$(records)
 printf '#!/bin/sh\necho "main: error: unable to load model" >&2\nexit 1\n' >"$G/ppl-fails" && chmod +x "$G/ppl-fails"
 check_rc "a stock arm that exits 1" 1 V --llama-perplexity "$G/ppl-fails"
@@ -137,6 +139,18 @@ check_grep "... naming the failed record and its VM" "last validate record faile
 check_rc "a passing validate then lets it through" 0 \
 	lm validate tahoe-v --target linux-sim --model "$G/model.gguf" --image img-b
 check_rc "... deploy" 0 lm deploy tahoe-w --target linux-sim --image img-b --force
+check_rc "two VMs of one unvalidated version in one run" 0 \
+	lm deploy tahoe-v tahoe-w --target linux-sim --image img-p --validate-workload --model "$G/model.gguf" --force --json
+cp "$T/.out" "$T/two.out"
+check "... both pass the gate" test "$(grep -Ec '"state":"(deployed|unchanged)"' "$T/two.out")" -eq 2
+check "... one of them validated, the other read its record" test "$(grep -c '"meanKld"' "$T/two.out")" -eq 1
+check "... one validate record for the version" sh -c 'grep -l "\"img-p\"" "$1"/*.json | xargs cat | grep -c "\"kind\":[[:space:]]*\"validate\"" | grep -qx 1' - "$T/state/ledger"
+check_rc "two VMs of a version whose kernels are broken, in one run" 1 \
+	lm deploy tahoe-v tahoe-w --target linux-sim --image img-q --validate-workload --model "$G/model.gguf" --force \
+	--llama-perplexity "$(sim llama-perplexity bad-kld)" --json
+cp "$T/.out" "$T/two.out"
+check "... one fails validation" test "$(grep -c '"state":"validation-failed"' "$T/two.out")" -eq 1
+check_grep "... the other is refused by its verdict, without running it again" '"state":"refused".*mean KLD 1\.873412 is above 0\.01 \(in this run\)' "$T/two.out"
 unset LUME_METAL_DATADIR
 check_rc "a workload without requireValidation deploys unvalidated" 0 \
 	lm deploy tahoe-w --target linux-sim --image img-c --force
