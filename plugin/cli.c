@@ -10,9 +10,11 @@
 #include <netdb.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "datadir.h"
+#include "manifest.h"
 
 /* Terminal-safe text. Everything a guest, a Mac host, the ledger or a file sends back goes
  * through here before a terminal: printed raw, "\033[2J\033]0;pwned\007" would clear the screen
@@ -512,6 +514,82 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1023: c->payload_file = arg; return 1;
 	}
 	return 0;
+}
+
+int
+cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd)
+{
+	switch (opt) {
+	case 1040: v->v.model = arg; return 1;
+	case 1041: v->text_flag = arg; return 1;
+	case 1042: return cli_number(arg, "--chunks", cmd, 1, 100000, &v->chunks);
+	case 1043: v->v.llama_perplexity = arg; return 1;
+	case 1044: v->asked = 1; return 1;
+	}
+	return 0;
+}
+
+int
+cli_validate_setup(cli_validate *v, cli_conn *c, deploy_opts *o, int run, const char *cmd)
+{
+	manifest_workload *w = NULL;
+	validate_workload vw;
+	char err[LM_ERRLEN];
+	int rc;
+
+	if ((rc = manifest_workload_load(&w, cli_datadir(), c->info->workload, err)) != LM_OK)
+		return cli_error(EXIT_USAGE, "%s: the payload's workload %s: %s", cmd, c->info->workload, err);
+	validate_workload_read(&vw, w->json);
+	o->require_validation = vw.required;
+	v->v.th = vw.th;
+	if (v->chunks > 0)
+		v->v.th.chunks = v->chunks;
+	if (v->v.llama_perplexity == NULL)
+		v->v.llama_perplexity = "llama-perplexity";
+	rc = EXIT_OK;
+	if (!run)
+		goto done;
+	if (v->v.model == NULL) {
+		rc = cli_error(EXIT_USAGE, "%s: --model PATH (the model's path in the guest) is required", cmd);
+		goto done;
+	}
+	if (v->text_flag)
+		rc = lm_fmt(v->text, sizeof v->text, "%s", v->text_flag);
+	else if (vw.text)
+		rc = lm_fmt(v->text, sizeof v->text, "%s/%s", cli_datadir(), vw.text);
+	else {
+		rc = cli_error(EXIT_USAGE, "%s: the workload %s names no validation text; give --text FILE", cmd, w->id);
+		goto done;
+	}
+	if (rc != 0 || access(v->text, R_OK) != 0) {
+		rc = cli_error(EXIT_USAGE, "%s: the validation text %s cannot be read", cmd, v->text);
+		goto done;
+	}
+	v->v.text = v->text;
+	snprintf(v->label, sizeof v->label, "%s", v->text_flag ? v->text_flag : vw.text);
+	v->v.text_label = v->label;
+	o->validate = &v->v;
+done:
+	manifest_workload_free(w);
+	return rc;
+}
+
+int
+cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int long_timeout_s)
+{
+	char err[LM_ERRLEN];
+	int rc = c->nhosts ? guest_target_host(out, c->hosts[0], c->ssh.user, err)
+	    : guest_target_lume(out, vm, c->ssh.user, err);
+
+	if (rc != LM_OK)
+		return cli_fail(rc, err);
+	if (!c->nhosts)
+		(*out)->port = c->port;
+	o->state = c->state, o->lume = c->lume, o->ssh = c->ssh, o->timeout_s = c->timeout_s;
+	o->wait_s = c->wait_s;
+	if (c->timeout_s == 120) /* the default: not given */
+		o->timeout_s = long_timeout_s;
+	return EXIT_OK;
 }
 
 int

@@ -10,6 +10,7 @@
 #include "payload.h"
 #include "ssh.h"
 #include "util.h"
+#include "validate.h"
 
 /* Exit codes of the design. */
 enum { EXIT_OK = 0, EXIT_SOMEFAIL = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
@@ -117,6 +118,34 @@ typedef struct {
 	{"target", required_argument, NULL, 1020}, {"profile", required_argument, NULL, 1021}, \
 	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}
 
+/* The validation flags of validate and deploy (--validate-workload), and what they give. */
+typedef struct {
+	validate_opts v;        /* model, llama-perplexity, text, evidence, thresholds, progress */
+	const char *text_flag;  /* --text FILE, overriding the workload's text */
+	int chunks;             /* --chunks N; 0: the workload's */
+	int asked;              /* deploy --validate-workload */
+	char text[4096];        /* the text's path on this host */
+	char label[512];        /* the name recorded: --text as given, or the workload's */
+} cli_validate;
+#define CLI_VALIDATE_OPTIONS \
+	{"model", required_argument, NULL, 1040}, {"text", required_argument, NULL, 1041}, \
+	{"chunks", required_argument, NULL, 1042}, {"llama-perplexity", required_argument, NULL, 1043}
+/* Takes one validation flag (1040..1043, and 1044 --validate-workload): 1 when opt was one, 0
+ * when not, -1 after printing a bad value. */
+int cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd);
+/* After cli_conn_payload: reads the payload's workload manifest (under cli_datadir()) for
+ * "requireValidation" (into o->require_validation) and its "validation" thresholds and text;
+ * when validation will run (validate, or deploy --validate-workload) requires --model, resolves
+ * the text (--text, else the workload's under the data directory) and sets o->validate to
+ * &v->v. Prints the reason and returns EXIT_USAGE on bad input. */
+int cli_validate_setup(cli_validate *v, cli_conn *c, deploy_opts *o, int run, const char *cmd);
+
+/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
+ * from the Lume name vm or c's one --host, and o's connection fields from c, its per-VM
+ * timeout long_timeout_s unless --timeout was given. Prints the reason and returns its exit
+ * code. */
+int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int long_timeout_s);
+
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
@@ -156,5 +185,6 @@ int cmd_inventory(int argc, char **argv);
 int cmd_host(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 #endif

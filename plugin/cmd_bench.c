@@ -70,18 +70,9 @@ cmd_bench(int argc, char **argv)
 	{
 		guest_target *t = NULL;
 
-		rc = conn.nhosts ? guest_target_host(&t, conn.hosts[0], conn.ssh.user, err)
-		    : guest_target_lume(&t, argv[optind], conn.ssh.user, err);
-		if (rc != LM_OK) {
-			rc = cli_fail(rc, err);
+		/* a benchmark runs longer than a deploy */
+		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
-		}
-		if (!conn.nhosts)
-			t->port = conn.port;
-		o.state = conn.state, o.lume = conn.lume, o.ssh = conn.ssh, o.timeout_s = conn.timeout_s;
-		o.wait_s = conn.wait_s;
-		if (conn.timeout_s == 120) /* a benchmark runs longer than a deploy */
-			o.timeout_s = 3600;
 		bench_vm_run(&res, t, &o, err);
 		guest_target_free(t);
 	}

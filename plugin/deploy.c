@@ -9,6 +9,7 @@
 #include "deploy_int.h"
 #include "ledger.h"
 #include "util.h"
+#include "validate.h"
 
 /* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
 static const char install_script[] =
@@ -272,6 +273,9 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
 		goto done;
 	}
+	/* The workload's own numbers, once per image version (validate.h). */
+	if (o->require_validation && validate_gate(r, &s, t, o) != LM_OK)
+		goto done;
 	if (o->dry_run) {
 		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
 
@@ -475,7 +479,25 @@ done:
 	return LM_OK;
 }
 
-/* deploy_int.h: the helpers above, for bench_vm.c. */
+int
+deploy_exit_code(cJSON *const *results, size_t n)
+{
+	int refused = 0, failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s = cJSON_GetObjectItemCaseSensitive(results[i], "state")->valuestring;
+
+		if (strcmp(s, "refused") == 0)
+			refused = 1;
+		else if (strcmp(s, "unchanged") != 0 && strcmp(s, "deployed") != 0 && strcmp(s, "rolled-back") != 0 &&
+		    strcmp(s, "skipped") != 0 && strcmp(s, "ok") != 0 && strcmp(s, "probed") != 0 &&
+		    strcmp(s, "benchmarked") != 0)
+			failed = 1;
+	}
+	return failed ? 1 : refused ? 3 : 0;
+}
+
+/* deploy_int.h: the helpers above, for bench_vm.c and validate.c. */
 cJSON *
 deploy_result_new(const guest_target *t, const char *state)
 {
@@ -506,20 +528,8 @@ deploy_record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec
 	record(r, o, key, rec);
 }
 
-int
-deploy_exit_code(cJSON *const *results, size_t n)
+cJSON *
+deploy_record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 {
-	int refused = 0, failed = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *s = cJSON_GetObjectItemCaseSensitive(results[i], "state")->valuestring;
-
-		if (strcmp(s, "refused") == 0)
-			refused = 1;
-		else if (strcmp(s, "unchanged") != 0 && strcmp(s, "deployed") != 0 && strcmp(s, "rolled-back") != 0 &&
-		    strcmp(s, "skipped") != 0 && strcmp(s, "ok") != 0 && strcmp(s, "probed") != 0 &&
-		    strcmp(s, "benchmarked") != 0)
-			failed = 1;
-	}
-	return failed ? 1 : refused ? 3 : 0;
+	return record_new(kind, t, o);
 }

@@ -29,6 +29,9 @@ typedef struct {
 	int force, dry_run;
 	const char *to;             /* rollback: "previous" or "none" */
 	const deploy_bench_opts *bench;
+	/* validate.h: the check validate runs; for deploy, --validate-workload (NULL: not asked) */
+	const struct validate_opts *validate;
+	int require_validation;     /* deploy: the workload's "requireValidation" (the gate) */
 } deploy_opts;
 
 /* The end states; every VM ends in exactly one. */

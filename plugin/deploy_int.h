@@ -1,4 +1,4 @@
-/* deploy_int: deploy.c's per-VM helpers, for deploy.c and bench_vm.c only (not an interface
+/* deploy_int: deploy.c's per-VM helpers, for deploy.c, bench_vm.c and validate.c only (not an interface
  * of the tool: everything else goes through deploy.h). */
 #ifndef LM_DEPLOY_INT_H
 #define LM_DEPLOY_INT_H
@@ -23,6 +23,10 @@ void deploy_set_state(cJSON *r, const char *state, const char *message);
 int deploy_vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o);
 /* Ends the session; r (may be NULL) gets "sshExecs". */
 void deploy_vm_close(vm_session *s, cJSON *r);
+/* A new record of kind (caller frees): "kind", who wrote it ("vm", "address", "host",
+ * "controller") and, when o->info is set, the payload's "payloadSha256", "profile", "workload"
+ * and "target". */
+cJSON *deploy_record_new(const char *kind, const guest_target *t, const deploy_opts *o);
 /* Appends rec to the ledger under key; a ledger failure turns r into "failed". */
 void deploy_record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec);
 

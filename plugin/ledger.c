@@ -351,6 +351,9 @@ ledger_record_problem(const cJSON *rec, char why[160])
 	} else if (strcmp(kind, "rollback") == 0) {
 		if (str(rec, "result") == NULL)
 			return "a rollback record has no \"result\" string";
+	} else if (strcmp(kind, "validate") == 0) {
+		if (verdict == NULL || (strcmp(verdict, "pass") != 0 && strcmp(verdict, "fail") != 0))
+			return "a validate record's \"verdict\" is not \"pass\" or \"fail\"";
 	} else if (strcmp(kind, "bench") == 0) {
 		if (verdict == NULL || (strcmp(verdict, "effective") != 0 && strcmp(verdict, "not-effective") != 0 &&
 		    strcmp(verdict, "unknown") != 0))
@@ -358,7 +361,7 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		if (!cJSON_IsObject(get(rec, "bench")))
 			return "a bench record has no \"bench\" object";
 	} else {
-		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, rollback or bench)", printable(name, sizeof name, kind));
+		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, rollback, bench or validate)", printable(name, sizeof name, kind));
 		return why;
 	}
 	if (vm == NULL || *vm == '\0')
