@@ -954,6 +954,8 @@ done:
 	libssh2_session_set_blocking(c->s, 1);
 	if (ch != NULL)
 		libssh2_channel_free(ch);
+	if (rc != LM_OK)
+		ssh_result_free(r); /* nothing for a caller to free or leak after a failure */
 	return rc;
 }
 

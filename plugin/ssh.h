@@ -96,7 +96,8 @@ void ssh_result_free(ssh_result *r);
 /* Runs cmd (built by ssh_quote_argv), feeding it in (may be NULL). Returns LM_OK when the
  * command ran to an exit status (r->exit_code may still be non-zero), LM_EFAIL when it could
  * not be run, died of a signal, printed more than SSH_EXEC_OUT_MAX / SSH_EXEC_ERR_MAX, or the
- * channel did not close cleanly. */
+ * channel did not close cleanly. On LM_EFAIL r holds no output (only r->signal, when set): the
+ * caller frees r only after LM_OK. */
 int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
 /* Uploads local to remote_dir/name (an absolute path; ssh_upload makes remote_dir and its

@@ -109,14 +109,27 @@ ssh_result_free(ssh_result *r)
 	lm_buf_free(&r->err);
 }
 
+static int exec_answer(ssh_conn *c, ssh_result *r, char *err);
+
+/* As ssh.c's: after a failure r holds no output. */
 int
 ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+{
+	int rc;
+
+	(void)cmd, (void)in, (void)inlen;
+	if ((rc = exec_answer(c, r, err)) != LM_OK)
+		ssh_result_free(r);
+	return rc;
+}
+
+static int
+exec_answer(ssh_conn *c, ssh_result *r, char *err)
 {
 	const uint8_t *o, *e;
 	size_t olen, elen;
 	uint8_t st;
 
-	(void)cmd, (void)in, (void)inlen;
 	memset(r, 0, sizeof *r);
 	r->exit_code = -1;
 	c->execs++;
