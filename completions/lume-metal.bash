@@ -5,11 +5,13 @@ _lume_metal_flags() {
 	local conn="-u --user -i --identity --password-file --known-hosts --accept-new --host --hosts
 		--lume --port --wait --all --lume-default-password --timeout --parallel --state --json"
 	local payload="--payload --target --profile --workload"
+	local validation="--model --text --chunks --llama-perplexity"
 	case $1 in
 	build) echo "--target --profile --workload -o --output --json" ;;
 	verify) echo "--sha256-file --json" ;;
 	probe) echo "$conn $payload" ;;
-	deploy) echo "$conn $payload --image --force --dry-run --canary --batch --max-fail --rollback-on-fail" ;;
+	deploy) echo "$conn $payload --image --force --dry-run --validate-workload $validation --canary --batch
+		--max-fail --rollback-on-fail" ;;
 	status) echo "$conn --image" ;;
 	rollback) echo "$conn $payload --to --image --no-probe" ;;
 	ledger) echo "--image --json --csv --state" ;;
@@ -17,13 +19,14 @@ _lume_metal_flags() {
 	host) echo "$conn" ;;
 	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
 		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;
+	validate) echo "$conn $payload $validation --evidence --image" ;;
 	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state" ;;
 	esac
 }
 
 _lume_metal() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="build verify probe deploy status rollback ledger inventory host bench report help"
+	local cmds="build verify probe deploy status rollback ledger inventory host bench validate report help"
 	local cmd="" i
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
@@ -44,11 +47,12 @@ _lume_metal() {
 	--target) mapfile -t COMPREPLY < <(compgen -W "macos linux-sim" -- "$cur"); return ;;
 	--to) mapfile -t COMPREPLY < <(compgen -W "previous none" -- "$cur"); return ;;
 	-i | --identity | --password-file | --known-hosts | --hosts | --payload | --sha256-file | \
-		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile)
+		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile | \
+		--text | --llama-perplexity)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
 	--state | --evidence) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
 	-u | --user | --host | --port | --wait | --timeout | --parallel | --image | --workload | \
-		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples)
+		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples | --chunks)
 		return ;;
 	esac
 	if [[ $cmd == help ]]; then

@@ -1,7 +1,7 @@
 # fish completion for lume-metal (installed as share/fish/vendor_completions.d/lume-metal.fish).
 # The flag lists follow `lume-metal help CMD` (tests/install/t-completion.sh checks them).
 
-set -l cmds build verify probe deploy status rollback ledger inventory host bench report help
+set -l cmds build verify probe deploy status rollback ledger inventory host bench validate report help
 complete -c lume-metal -f
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l version -d 'version, commit, data folder'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l help -d 'the commands'
@@ -15,12 +15,13 @@ complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a ledger -d '
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a inventory -d 'hosts as an Ansible inventory'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a host -d 'the paravirtual-graphics preference'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a bench -d 'llama-bench stock vs shim'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a validate -d 'llama-perplexity stock vs shim'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a report -d 'the evidence table'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a help -d 'one command\'s flags'
 complete -c lume-metal -n "__fish_seen_subcommand_from help" -a "$cmds"
 
 # Connection flags: every command that reaches a VM or a Mac host.
-set -l conn probe deploy status rollback host bench
+set -l conn probe deploy status rollback host bench validate
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -s u -l user -x -d 'guest user'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -s i -l identity -r -F -d 'private key file'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l password-file -r -F -d 'password file'
@@ -39,15 +40,22 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report" -l s
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report" -l json -d 'JSON output'
 
 # Payload flags.
-complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy rollback" -l payload -r -F -d 'a built payload'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback" -l target -x -a 'macos linux-sim' -d 'target'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback" -l profile -x -d 'capability profile'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback bench report" -l workload -x -d 'workload'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy rollback validate" -l payload -r -F -d 'a built payload'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback validate" -l target -x -a 'macos linux-sim' -d 'target'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback validate" -l profile -x -d 'capability profile'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback bench validate report" -l workload -x -d 'workload'
+
+# Validation flags: validate, and deploy --validate-workload.
+complete -c lume-metal -n "__fish_seen_subcommand_from bench deploy validate" -l model -r -F -d 'the model in the guest'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l text -r -F -d 'the text both arms read'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l chunks -x -d 'chunks of 512 tokens'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l llama-perplexity -x -d 'llama-perplexity in the guest'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l validate-workload -d 'validate an unvalidated image version first'
 
 complete -c lume-metal -n "__fish_seen_subcommand_from build" -s o -l output -r -F -d 'output file'
 complete -c lume-metal -n "__fish_seen_subcommand_from verify" -l sha256-file -r -F -d 'checksum file'
 complete -c lume-metal -n "__fish_seen_subcommand_from verify" -F
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy status rollback ledger bench report" -l image -x -d 'image reference'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy status rollback ledger bench validate report" -l image -x -d 'image reference'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l force -d 'validate and reinstall anyway'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l dry-run -d 'print the plan, change nothing'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d 'the first K VMs first'
@@ -60,7 +68,6 @@ complete -c lume-metal -n "__fish_seen_subcommand_from ledger" -l csv -d 'CSV'
 complete -c lume-metal -n "__fish_seen_subcommand_from ledger; and not __fish_seen_subcommand_from show export merge" -a 'show export merge'
 complete -c lume-metal -n "__fish_seen_subcommand_from inventory" -l list -d 'the whole inventory'
 complete -c lume-metal -n "__fish_seen_subcommand_from host; and not __fish_seen_subcommand_from status enable disable" -a 'status enable disable'
-complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l model -r -F -d 'the model'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l llama-bench -x -d 'llama-bench in the guest'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -s p -x -d 'prompt tokens'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -s n -x -d 'generated tokens'
@@ -71,7 +78,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-llama-benc
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-model -r -F -d 'the model here'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l allow-different-model -d 'allow a different model'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench report" -l min-samples -x -d 'samples each test needs'
-complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l evidence -r -a '(__fish_complete_directories)' -d 'evidence directory'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench validate" -l evidence -r -a '(__fish_complete_directories)' -d 'evidence directory'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l csv -d 'CSV'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l markdown -d 'Markdown table'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l ledger -d 'from the ledger'

@@ -10,12 +10,15 @@
 #include "bench.h"
 #include "deploy_int.h"
 #include "evidence.h"
+#include "guest.h"
 #include "util.h"
 
-/* Hashes llama-bench (found on the guest's PATH) and the model; prints the three lines
- * bench_parse_hashes reads. */
+/* Hashes llama-bench (a name is looked up in GUEST_TOOL_PATH, then the guest's PATH) and the
+ * model; prints the three lines bench_parse_hashes reads. */
 static const char hashes_script[] =
-    "lb=$(command -v -- \"$1\") || { echo \"llama-bench not found in the guest: $1\" >&2; exit 3; }\n"
+    "PATH=" GUEST_TOOL_PATH ":$PATH\n"
+    "lb=$(command -v -- \"$1\") || { echo \"llama-bench not found in the guest: $1 (looked in "
+    GUEST_TOOL_PATH " and PATH)\" >&2; exit 3; }\n"
     "[ -f \"$2\" ] && [ -r \"$2\" ] || { echo \"model not found in the guest: $2\" >&2; exit 4; }\n"
     "printf '%s\\n' \"$lb\"; shasum -a 256 \"$lb\" | cut -c1-64; shasum -a 256 \"$2\" | cut -c1-64";
 

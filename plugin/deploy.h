@@ -34,9 +34,13 @@ typedef struct {
 	int require_validation;     /* deploy: the workload's "requireValidation" (the gate) */
 } deploy_opts;
 
-/* The end states; every VM ends in exactly one. */
-#define DEPLOY_STATES "unchanged deployed validation-failed refused unreachable auth-failed " \
-	"hostkey-mismatch timeout rolled-back skipped failed benchmarked shim-not-effective"
+/* The end states; every VM ends in exactly one (README.md and the man page say what each
+ * means; tests/install/t-states.sh checks that they and the sources agree). deploy: unchanged,
+ * deployed; probe: probed; status: ok, drift; rollback: rolled-back; bench: benchmarked,
+ * shim-not-effective; validate: validated; any of them the rest. */
+#define DEPLOY_STATES "unchanged deployed probed ok drift validated validation-failed refused " \
+	"unreachable auth-failed hostkey-mismatch timeout rolled-back skipped failed benchmarked " \
+	"shim-not-effective"
 
 /* Each returns LM_OK with *out (caller frees) holding at least "vm" and "state", also when the
  * VM failed; err is set only for failures outside any VM (out of memory). */

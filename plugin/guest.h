@@ -9,6 +9,10 @@
 #include "ssh.h"
 
 #define GUEST_ROOT "~/Library/Application Support/lume-metal"
+/* Put before the guest's PATH where a guest script looks a tool up by name (llama-bench,
+ * llama-perplexity): a non-login SSH shell on macOS has PATH /usr/bin:/bin:/usr/sbin:/sbin, and
+ * Homebrew installs in /opt/homebrew/bin (Apple silicon) or /usr/local/bin. */
+#define GUEST_TOOL_PATH "/opt/homebrew/bin:/usr/local/bin"
 
 /* How to reach one VM. Strings are owned by the target (guest_target_free). */
 typedef struct {

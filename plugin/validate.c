@@ -9,12 +9,9 @@
 
 #include "bench.h"
 #include "evidence.h"
+#include "guest.h"
 #include "ledger.h"
 #include "util.h"
-
-/* A non-login SSH shell on macOS has PATH /usr/bin:/bin:/usr/sbin:/sbin: Homebrew's llama.cpp
- * lives in /opt/homebrew/bin (Apple silicon) or /usr/local/bin. */
-#define GUEST_TOOL_PATH "/opt/homebrew/bin:/usr/local/bin"
 
 static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-validate.XXXXXX\"";
 /* $1 the scratch directory (payload.tar.gz and text.txt uploaded there), $2 llama-perplexity,

@@ -91,4 +91,31 @@ hostile "a first line of 5000 bytes"
 printf '/bin/true\n' >"$G/hostile-hashes"
 hostile "the path alone"
 rm -f "$T/hostile/sh"
+
+# A real Mac's non-login SSH shell has PATH /usr/bin:/bin:/usr/sbin:/sbin, and Homebrew's
+# llama-bench is in /opt/homebrew/bin. This guest's sshd runs in a private mount namespace with
+# a tmpfs on /opt holding /opt/homebrew/bin/llama-bench, and the simulated commands bound over
+# tests/guest-sim/bin without llama-bench: the host's /opt is never touched, and llama-bench is
+# on the guest's PATH nowhere.
+if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
+	mkdir -p "$T/simbin" "$T/g/tahoe-brew"
+	for f in "$TOP"/tests/guest-sim/bin/*; do [ "${f##*/}" = llama-bench ] || cp -p "$f" "$T/simbin/"; done
+	cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/tahoe-brew/"
+	t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/tahoe-brew'"
+	unshare -m --propagation private sh -c 'mount -t tmpfs lm-opt /opt && mkdir -p /opt/homebrew/bin &&
+		cp -p "$1/bin/llama-bench" /opt/homebrew/bin/ && cp -p "$1/metal-device.sh" /opt/homebrew/ &&
+		mount --bind "$2" "$1/bin" && shift 2 && exec sh "$@"' - "$TOP/tests/guest-sim" "$T/simbin" \
+		"$TOP/tests/sshd.sh" start "$T/g/tahoe-brew" 127.0.0.12 "$PORT" || exit 1
+	sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-brew running 127.0.0.12 true
+	Gb=$T/g/tahoe-brew/home
+	head -c 20000 /dev/urandom >"$Gb/model.gguf"
+	check_rc "a guest whose llama-bench is only in /opt/homebrew/bin: deploy" 0 lm deploy tahoe-brew --target linux-sim --accept-new
+	check_rc "... bench finds it there" 0 lm bench tahoe-brew --model "$Gb/model.gguf" -r 5 --json
+	check_grep "... and benchmarks with it" '"state":"benchmarked".*"llamaBench":"/opt/homebrew/bin/llama-bench"' "$T/.out"
+	check_rc "a name in none of /opt/homebrew/bin, /usr/local/bin and PATH is a usage error" 2 \
+		lm bench tahoe-brew --model "$Gb/model.gguf" --llama-bench lm-no-such-bench
+	check_grep "... saying where it looked" 'llama-bench not found in the guest: lm-no-such-bench \(looked in /opt/homebrew/bin:/usr/local/bin and PATH\)' "$T/.out"
+else
+	ok "# skip /opt/homebrew/bin in the guest needs root and a private mount namespace (unshare -m)"
+fi
 t_done

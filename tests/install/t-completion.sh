@@ -30,7 +30,9 @@ while read -r c; do
 	if [ -z "$missing" ] && [ -s "$T/flags" ]; then ok "bash: $c - offers its $(wc -l <"$T/flags") flags"; else not_ok "bash: $c - lacks: $missing"; fi
 done <"$T/cmds"
 bcomp deploy - >"$T/got"
-check "bash: deploy's flags and no other command's" sh -c '! grep -qx -- --model "$1" && grep -qx -- --canary "$1"' - "$T/got"
+check "bash: deploy's flags and no other command's" sh -c '! grep -qx -- --llama-bench "$1" && grep -qx -- --canary "$1"' - "$T/got"
+check "bash: deploy offers what --validate-workload takes (validate's --model, --llama-perplexity)" \
+	sh -c 'grep -qx -- --model "$1" && grep -qx -- --llama-perplexity "$1"' - "$T/got"
 
 if command -v fish >/dev/null 2>&1; then
 	check "fish: the file parses" fish -n "$C/lume-metal.fish"
