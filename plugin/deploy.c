@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "deploy_int.h"
+#include "identity.h"
+#include "image.h"
 #include "ledger.h"
 #include "util.h"
 
@@ -86,20 +88,59 @@ connect_vm(cJSON *r, guest_target *t, const deploy_opts *o)
 	return c;
 }
 
-/* The ledger key for this guest, as the design names it. */
+/* Who the VM is, read on the Mac that runs it (--hosts: what its host's session said; a Lume
+ * name: this machine; --host: nobody, so the guest's chip and no build), and its ledger key. */
 static cJSON *
-key_for(const guest_facts *f, const deploy_opts *o)
+key_for(vm_session *s, const guest_target *t, const deploy_opts *o)
 {
-	const cJSON *img = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "image") : NULL;
-	const cJSON *dig = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "digest") : NULL;
-	char chip[128], build[64];
+	const cJSON *img = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "image") : NULL;
+	ledger_identity id = {0};
+	char msg[LM_ERRLEN];
 
-	guest_host_facts(chip, build);
-	return ledger_key(o->image ? o->image : cJSON_IsString(img) ? img->valuestring : "unknown",
-	    cJSON_IsString(dig) ? dig->valuestring : NULL, f->os, f->build, f->model, chip, build);
+	s->image = o->image ? o->image : cJSON_IsString(img) ? img->valuestring : NULL;
+	s->host_source = NULL;
+	s->mac.pref = -2;
+	if (t->via) {
+		if (t->mac) {
+			s->mac = *t->mac;
+			s->host_source = "host";
+		} else
+			snprintf(s->host_note, sizeof s->host_note, "%s", t->mac_why ? t->mac_why : "its Mac host's facts were not read");
+		if (t->digest)
+			snprintf(s->digest, sizeof s->digest, "%s", t->digest);
+		else
+			snprintf(s->no_digest, sizeof s->no_digest, "%s", t->no_digest ? t->no_digest : "no digest: not read");
+	} else if (t->lume) {
+		if (identity_mac_local(&s->mac, msg) == LM_OK)
+			s->host_source = "local";
+		else
+			snprintf(s->host_note, sizeof s->host_note, "%s", msg);
+		if (image_digest_local(s->digest, o->lume, t->lume, t->location, msg) != LM_OK)
+			snprintf(s->no_digest, sizeof s->no_digest, "no digest: %.480s", msg);
+	} else {
+		snprintf(s->host_note, sizeof s->host_note, "--host reaches the VM without its Mac: the chip is the guest's, "
+		    "the host build unknown");
+		snprintf(s->no_digest, sizeof s->no_digest, "no digest: --host reaches the VM without Lume");
+	}
+	if (s->host_source == NULL) { /* no Mac answered: the guest's chip, said so */
+		memset(&s->mac, 0, sizeof s->mac);
+		s->mac.pref = -2;
+		snprintf(s->mac.chip, sizeof s->mac.chip, "%s", s->f.chip ? s->f.chip : "");
+		s->host_source = "guest";
+	}
+	id.image = s->image;
+	id.digest = *s->digest ? s->digest : NULL;
+	id.guest_os = s->f.os;
+	id.guest_build = s->f.build;
+	id.guest_model = s->f.model;
+	id.host_chip = *s->mac.chip ? s->mac.chip : NULL;
+	id.host_model = *s->mac.model ? s->mac.model : NULL;
+	id.host_os = *s->mac.os ? s->mac.os : NULL;
+	id.host_build = *s->mac.build ? s->mac.build : NULL;
+	return ledger_key_of(&id);
 }
 
-static void add_facts(cJSON *r, const guest_facts *f, cJSON *key);
+static void add_facts(cJSON *r, const vm_session *s);
 
 /* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
  * has the state and the reason, and s holds nothing. */
@@ -117,8 +158,8 @@ vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
 		s->c = NULL;
 		return LM_EFAIL;
 	}
-	s->key = key_for(&s->f, o);
-	add_facts(r, &s->f, s->key);
+	s->key = key_for(s, t, o);
+	add_facts(r, s);
 	return LM_OK;
 }
 
@@ -134,10 +175,36 @@ vm_close(vm_session *s, cJSON *r)
 	memset(s, 0, sizeof *s);
 }
 
+/* Who the VM is, in a result or a record: the reference, the Mac's facts and where they
+ * came from, why there is no digest; what the guest's image.json says, as its claim. */
 static void
-add_facts(cJSON *r, const guest_facts *f, cJSON *key)
+add_identity(cJSON *o, const vm_session *s)
 {
+	const cJSON *img = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "image") : NULL;
+	const cJSON *dig = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "digest") : NULL;
+
+	ledger_add_str(o, "image", s->image);
+	cJSON_AddStringToObject(o, "hostSource", s->host_source);
+	if (strcmp(s->host_source, "guest") == 0)
+		ledger_add_str(o, "hostNote", s->host_note);
+	if (s->mac.pref >= 0)
+		cJSON_AddBoolToObject(o, "hostPreference", s->mac.pref == 1);
+	if (!*s->digest)
+		ledger_add_str(o, "noDigest", s->no_digest);
+	if (cJSON_IsString(img) || cJSON_IsString(dig)) {
+		cJSON *c = cJSON_AddObjectToObject(o, "guestClaims");
+
+		ledger_add_str(c, "image", cJSON_IsString(img) ? img->valuestring : NULL);
+		ledger_add_str(c, "digest", cJSON_IsString(dig) ? dig->valuestring : NULL);
+	}
+}
+
+static void
+add_facts(cJSON *r, const vm_session *s)
+{
+	const guest_facts *f = &s->f;
 	cJSON *g = cJSON_AddObjectToObject(r, "guest");
+	char label[LEDGER_STR_MAX + 64];
 
 	cJSON_AddStringToObject(g, "os", f->os ? f->os : "");
 	cJSON_AddStringToObject(g, "build", f->build ? f->build : "");
@@ -147,7 +214,9 @@ add_facts(cJSON *r, const guest_facts *f, cJSON *key)
 		cJSON_AddStringToObject(g, "current", f->current);
 	if (f->previous)
 		cJSON_AddStringToObject(g, "previous", f->previous);
-	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(key, 1));
+	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(s->key, 1));
+	add_identity(r, s);
+	cJSON_AddStringToObject(r, "imageLabel", ledger_key_label(label, sizeof label, s->key, s->image));
 }
 
 /* Runs argv in the guest; *out gets the first line of its stdout (caller frees). */
@@ -204,7 +273,7 @@ upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *
 }
 
 static cJSON *
-record_new(const char *kind, const guest_target *t, const deploy_opts *o)
+record_new(const char *kind, const guest_target *t, const deploy_opts *o, const vm_session *s)
 {
 	cJSON *rec = cJSON_CreateObject();
 	char host[256] = "";
@@ -222,6 +291,7 @@ record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 		cJSON_AddStringToObject(rec, "workload", o->info->workload);
 		cJSON_AddStringToObject(rec, "target", o->info->target);
 	}
+	add_identity(rec, s);
 	return rec;
 }
 
@@ -310,7 +380,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
 		if (cJSON_IsObject(stock)) {
 			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
-			rec = record_new("deploy", t, o);
+			rec = record_new("deploy", t, o, &s);
 			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
 			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 			if (!installed && cJSON_IsString(reason))
@@ -461,7 +531,7 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		if (probe_in_guest(p, s.c, o) != LM_OK)
 			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
 	}
-	rec = record_new("rollback", t, o);
+	rec = record_new("rollback", t, o, &s);
 	cJSON_AddStringToObject(rec, "to", o->to);
 	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
 		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(
