@@ -115,7 +115,7 @@ key_for(vm_session *s, const guest_target *t, const deploy_opts *o)
 			s->host_source = "local";
 		else
 			snprintf(s->host_note, sizeof s->host_note, "%s", msg);
-		if (image_digest_local(s->digest, o->lume, t->lume, t->location, msg) != LM_OK)
+		if (identity_digest_local(s->digest, o->lume, t->lume, t->location, msg) != LM_OK)
 			snprintf(s->no_digest, sizeof s->no_digest, "no digest: %.480s", msg);
 	} else {
 		snprintf(s->host_note, sizeof s->host_note, "--host reaches the VM without its Mac: the chip is the guest's, "

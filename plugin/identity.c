@@ -114,6 +114,31 @@ identity_mac_local(identity_mac *m, char *err)
 	return local_rc;
 }
 
+static pthread_mutex_t storage_mu = PTHREAD_MUTEX_INITIALIZER;
+static int storage_done, storage_rc;
+static image_location storage_locs[IMAGE_LOCATIONS_MAX];
+static size_t storage_n;
+static char storage_err[LM_ERRLEN];
+
+int
+identity_digest_local(char out[IMAGE_DIGEST_LEN + 1], const char *lume, const char *vm, const char *location,
+    char *err)
+{
+	int rc;
+
+	out[0] = '\0';
+	pthread_mutex_lock(&storage_mu);
+	if (!storage_done) {
+		storage_rc = image_storage_local(storage_locs, IMAGE_LOCATIONS_MAX, &storage_n, lume, storage_err);
+		storage_done = 1;
+	}
+	pthread_mutex_unlock(&storage_mu);
+	if (storage_rc != LM_OK)
+		return lm_err(err, storage_rc, "%s", storage_err);
+	rc = image_digest_read(out, storage_locs, storage_n, vm, location, err);
+	return rc;
+}
+
 /* The text after the line "@name" up to the next marker line (or the end); NULL when the
  * marker is not there. */
 static const char *

@@ -35,6 +35,11 @@ int identity_sysctl_parse(identity_mac *m, const char *text, size_t len, char *e
  * host_pref_read, read once per process (later calls, from any thread, get the same answer). */
 int identity_mac_local(identity_mac *m, char *err);
 
+/* A VM's digest on this machine as image_digest_local reads it, with `lume config storage
+ * list` run once per process (the first call's lume; its answer, or its error, is kept). */
+int identity_digest_local(char out[IMAGE_DIGEST_LEN + 1], const char *lume, const char *vm, const char *location,
+    char *err);
+
 /* One VM folder a Mac host's answer named: its location, its name, its digest or why none. */
 typedef struct {
 	char location[IMAGE_NAME_MAX + 1], vm[IMAGE_NAME_MAX + 1];
