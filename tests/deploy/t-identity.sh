@@ -78,12 +78,17 @@ mac mac1 127.0.0.81 "Apple M1 Ultra" Mac13,2 25G11 && mac mac2 127.0.0.82 "Apple
 on mac1 tahoe-a 127.0.0.83 a1 "$D1" && on mac2 tahoe-a 127.0.0.84 a2 "$D1" || exit 1
 printf '%s@127.0.0.81:%s\n%s@127.0.0.82:%s\n' "$ME" "$PORT" "$ME" "$PORT" >"$T/hosts"
 rm -rf "$T/state"
+HOME="$T/g/mac1/home" "$TOP/tests/guest-sim/bin/defaults" write com.apple.gpusw.ParavirtualizedGraphics \
+	ForceUnrestrictedDeviceFeatureLevel -bool true
 check_rc "deploy --hosts: two Macs of one image digest (exit 0)" 0 \
 	lm deploy --hosts "$T/hosts" --lume /nonexistent --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/hosts.out"
 check "... two documents: one per Mac, the same digest" test "$(docs)" = 2
 check_grep "... mac1's record names mac1: chip, model, build" \
 	'"vm":"127\.0\.0\.81/tahoe-a",.*"imageDigest":"sha256:1111.*"hostChip":"Apple M1 Ultra","hostModel":"Mac13,2","hostOS":"26\.6","hostBuild":"25G11"\},"hostSource":"host"' "$T/hosts.out"
+check_grep "... and mac1's paravirtual-graphics preference, read in the same exec" \
+	'"vm":"127\.0\.0\.81/tahoe-a",.*"hostSource":"host","hostPreference":true' "$T/hosts.out"
+check "... mac2 has none set: no hostPreference" sh -c '! grep "\"vm\":\"127.0.0.82/tahoe-a\"" "$1" | grep -q hostPreference' - "$T/hosts.out"
 check_grep "... mac2's names mac2" \
 	'"vm":"127\.0\.0\.82/tahoe-a",.*"hostChip":"Apple M4 Max","hostModel":"Mac16,5","hostOS":"26\.6","hostBuild":"25G22"\},"hostSource":"host"' "$T/hosts.out"
 check "... in the ledger too, never the controller's" sh -c 'f=$(cat "$1"/ledger/*.json | tr -d "\n\t "); case $f in *"\"hostChip\":\"AppleM4Max\",\"hostModel\":\"Mac16,5\""*) ;; *) exit 1;; esac; ! printf "%s" "$f" | grep -qi "epyc\|xeon"' - "$T/state"
