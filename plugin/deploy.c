@@ -273,7 +273,7 @@ upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *
 }
 
 static cJSON *
-record_new(const char *kind, const guest_target *t, const deploy_opts *o, const vm_session *s)
+record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 {
 	cJSON *rec = cJSON_CreateObject();
 	char host[256] = "";
@@ -291,17 +291,26 @@ record_new(const char *kind, const guest_target *t, const deploy_opts *o, const 
 		cJSON_AddStringToObject(rec, "workload", o->info->workload);
 		cJSON_AddStringToObject(rec, "target", o->info->target);
 	}
-	add_identity(rec, s);
 	return rec;
 }
 
-/* Writes rec under key; a ledger failure turns a good result into "failed". */
+/* Writes rec under key, with who the VM is as vm_open put it in r (add_identity: every kind
+ * of record carries it); a ledger failure turns a good result into "failed". */
 static void
 record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 {
+	static const char *const who[] = {"image", "hostSource", "hostNote", "hostPreference", "noDigest", "guestClaims"};
+	cJSON *full = cJSON_Duplicate(rec, 1);
+	const cJSON *v;
 	char err[LM_ERRLEN];
+	int rc;
 
-	if (ledger_append(o->state, key, rec, err) != LM_OK) {
+	for (size_t i = 0; full && i < sizeof who / sizeof who[0]; i++)
+		if ((v = cJSON_GetObjectItemCaseSensitive(r, who[i])) != NULL && !cJSON_HasObjectItem(full, who[i]))
+			cJSON_AddItemToObject(full, who[i], cJSON_Duplicate(v, 1));
+	rc = full ? ledger_append(o->state, key, full, err) : lm_err(err, LM_EFAIL, "out of memory");
+	cJSON_Delete(full);
+	if (rc != LM_OK) {
 		cJSON_AddStringToObject(r, "ledgerError", err);
 		set_state(r, "failed", err);
 	}
@@ -380,7 +389,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
 		if (cJSON_IsObject(stock)) {
 			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
-			rec = record_new("deploy", t, o, &s);
+			rec = record_new("deploy", t, o);
 			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
 			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 			if (!installed && cJSON_IsString(reason))
@@ -531,7 +540,7 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		if (probe_in_guest(p, s.c, o) != LM_OK)
 			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
 	}
-	rec = record_new("rollback", t, o, &s);
+	rec = record_new("rollback", t, o);
 	cJSON_AddStringToObject(rec, "to", o->to);
 	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
 		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(
