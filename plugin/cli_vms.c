@@ -7,6 +7,9 @@
 
 #include "cli.h"
 #include "hosts.h"
+#include "identity.h"
+#include "image.h"
+#include "ledger.h"
 #include "lume.h"
 #include "relay.h"
 
@@ -62,12 +65,14 @@ named(const char *name, int nvms, char **vms, int *found)
 	return nvms == 0;
 }
 
-/* A guest on host label, reached through the relay's host idx. */
+/* A guest on host label, reached through the relay's host idx, with who it is as its host
+ * said (id: its facts and its VMs' digests). */
 static int
-relayed(target_list *p, const cli_conn *c, const char *label, size_t idx, const lume_vm *vm)
+relayed(target_list *p, const cli_conn *c, const char *label, size_t idx, const lume_vm *vm,
+    const identity_host *id)
 {
 	guest_target *t = calloc(1, sizeof *t);
-	char name[600];
+	char name[600], digest[IMAGE_DIGEST_LEN + 1], why[LM_ERRLEN];
 
 	if (t == NULL)
 		return -1;
@@ -80,7 +85,17 @@ relayed(target_list *p, const cli_conn *c, const char *label, size_t idx, const 
 	t->port = c->port;
 	t->relay = p->relay;
 	t->relay_host = idx;
+	if (vm->location && (t->location = strdup(vm->location)) == NULL)
+		goto oom;
+	if (id->mac_ok ? (t->mac = malloc(sizeof *t->mac)) == NULL : (t->mac_why = strdup(id->mac_why)) == NULL)
+		goto oom;
+	if (t->mac)
+		*t->mac = id->mac;
+	if (identity_host_digest(digest, id, vm->name, vm->location, why, sizeof why) == LM_OK ?
+	    (t->digest = strdup(digest)) == NULL : (t->no_digest = strdup(why)) == NULL)
+		goto oom;
 	if (!t->name || !t->lume || !t->user || !t->host || !t->via) {
+oom:
 		guest_target_free(t);
 		return -1;
 	}
@@ -122,13 +137,23 @@ from_hosts(target_list *p, cli_conn *c, int nvms, char **vms, int *found)
 				if (!named(vm->name, nvms, vms, found))
 					continue;
 				snprintf(msg, sizeof msg, "%s/%s", hv[i]->name, vm->name);
-				if (strcmp(vm->status, "running") != 0 || vm->ip == NULL || *vm->ip == '\0') {
+				if (!image_vm_name_ok(vm->name)) {
+					char why[300];
+					lm_buf e = {0};
+
+					/* Before any connection: such a name would be a host key's name and a path. */
+					cli_escape(&e, vm->name);
+					snprintf(why, sizeof why, "host %s lists a VM name this tool refuses (letters, digits, . _ -, "
+					    "at most %d): %.100s", hv[i]->name, IMAGE_NAME_MAX, e.data ? e.data : "");
+					lm_buf_free(&e);
+					add_extra(p, msg, hv[i]->name, "refused", why);
+				} else if (strcmp(vm->status, "running") != 0 || vm->ip == NULL || *vm->ip == '\0') {
 					char why[300];
 
 					snprintf(why, sizeof why, "VM %s on host %s is %s%s", vm->name, hv[i]->name, vm->status,
 					    strcmp(vm->status, "running") == 0 ? " but has no IP address yet" : "");
 					add_extra(p, msg, hv[i]->name, "unreachable", why);
-				} else if (relayed(p, c, hv[i]->name, idx, vm) != 0)
+				} else if (relayed(p, c, hv[i]->name, idx, vm, &hc[i].id) != 0)
 					add_extra(p, msg, hv[i]->name, "failed", "out of memory");
 			}
 		}
@@ -187,6 +212,8 @@ targets(target_list *p, cli_conn *c, int nvms, char **vms)
 				if (strcmp(all[i]->status, "running") == 0 && all[i]->ip != NULL && *all[i]->ip != '\0' &&
 				    all[i]->ssh_available != 0)
 					t->host = strdup(all[i]->ip);
+				if (all[i]->location != NULL)
+					t->location = strdup(all[i]->location);
 				t->port = c->port;
 				add_target(p, t);
 			}
@@ -205,19 +232,23 @@ str(const cJSON *o, const char *k, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-/* "image (macOS 26.5 25F71)", from the result's ledger key, or "unknown". */
+/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names the result's image
+ * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)". */
 static void
 image_label(char *out, size_t len, const cJSON *res)
 {
-	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key");
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key"), *in = res;
+	char label[600];
 
-	if (!cJSON_IsObject(key))
-		key = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "deploy"), "key");
+	if (!cJSON_IsObject(key)) {
+		in = cJSON_GetObjectItemCaseSensitive(res, "deploy");
+		key = cJSON_GetObjectItemCaseSensitive(in, "key");
+	}
 	if (!cJSON_IsObject(key))
 		snprintf(out, len, "unknown (not reached)");
 	else
-		snprintf(out, len, "%s (macOS %s %s)", str(key, "image", "unknown"), str(key, "guestOS", "?"),
-		    str(key, "guestBuild", "?"));
+		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, str(in, "image", NULL)),
+		    str(key, "guestOS", "?"), str(key, "guestBuild", "?"));
 }
 
 static void

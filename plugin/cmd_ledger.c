@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "identity.h"
 #include "ledger.h"
 
 typedef struct {
@@ -47,8 +48,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 {
 	walk *w = ctx;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
+	const char *ref = identity_doc_ref(doc);
+	char label[LEDGER_STR_MAX + 64];
 
-	if (w->image && strcmp(s(key, "image"), w->image) != 0)
+	if (w->image && !identity_doc_is(doc, w->image))
 		return 0;
 	w->docs++;
 	if (w->mode == 'j') {
@@ -59,8 +62,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 		return 0;
 	}
 	if (w->mode == 's')
-		cli_printf("%s  guest %s (%s) %s  host %s (%s)\n  %s\n", s(key, "image"), s(key, "guestOS"), s(key, "guestBuild"),
-		    s(key, "guestModel"), s(key, "hostChip"), s(key, "hostBuild"), path);
+		cli_printf("%s  guest %s (%s) %s  host %s %s (%s)\n  %s\n", ledger_key_label(label, sizeof label, key, ref),
+		    s(key, "guestOS"), s(key, "guestBuild"), s(key, "guestModel"), s(key, "hostChip"), s(key, "hostModel"),
+		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(key, "hostBuild")) ? s(key, "hostBuild") : "build unknown",
+		    path);
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
@@ -69,7 +74,7 @@ each(const cJSON *doc, const char *path, void *ctx)
 			    s(r, "payloadSha256"), s(r, "profile"));
 			continue;
 		}
-		csv(s(key, "image"), 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
+		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
 		csv(s(key, "guestBuild"), 0), csv(s(key, "guestModel"), 0), csv(s(key, "hostChip"), 0);
 		csv(s(key, "hostBuild"), 0), csv(s(r, "time"), 0), csv(s(r, "kind"), 0), csv(s(r, "vm"), 0);
 		csv(verdict, 0), csv(s(r, "payloadSha256"), 0), csv(s(r, "profile"), 0);

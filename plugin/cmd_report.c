@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "identity.h"
 #include "ledger.h"
 
 enum { FORM_TEXT, FORM_CSV, FORM_MARKDOWN, FORM_JSON };
@@ -87,11 +88,13 @@ each(const cJSON *doc, const char *path, void *ctx)
 	walk *w = ctx;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
 	cJSON *recs = NULL;
-	char err[LM_ERRLEN], guest[256];
+	char err[LM_ERRLEN], guest[256], label[LEDGER_STR_MAX + 64];
+	const char *ref = identity_doc_ref(doc);
 	int n = 0;
 
-	if (w->image && strcmp(s(key, "image"), w->image) != 0)
+	if (w->image && !identity_doc_is(doc, w->image))
 		return 0;
+	ledger_key_label(label, sizeof label, key, ref);
 	snprintf(guest, sizeof guest, "%s (%s)", s(key, "guestOS"), s(key, "guestBuild"));
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "bench"), *x;
@@ -121,18 +124,18 @@ each(const cJSON *doc, const char *path, void *ctx)
 				cell(ho, sizeof ho, num(cJSON_GetObjectItemCaseSensitive(x, "host"), "median"), "");
 				cell(ra, sizeof ra, num(x, "guest_ratio"), "x");
 				cell(pc, sizeof pc, num(x, "shim_to_host_percent"), "%");
-				cli_bprintf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", s(key, "image"),
+				cli_bprintf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", label,
 				    guest, s(r, "time"), *s(r, "vm") ? s(r, "vm") : "-", s(t, "workload"), s(x, "test"), st, sh, ho,
 				    cJSON_IsFalse(eff) ? "no effect" : ra, pc);
 			}
 			continue;
 		}
 		if (w->form == FORM_CSV) {
-			csv(&lead, s(key, "image")), csv(&lead, s(key, "imageDigest")), csv(&lead, s(key, "guestOS"));
+			csv(&lead, ref ? ref : ""), csv(&lead, s(key, "imageDigest")), csv(&lead, s(key, "guestOS"));
 			csv(&lead, s(key, "guestBuild")), csv(&lead, s(key, "hostChip")), csv(&lead, s(key, "hostBuild"));
 			csv(&lead, s(r, "time")), csv(&lead, s(r, "vm"));
 		} else {
-			md(&lead, s(key, "image")), md(&lead, guest), md(&lead, s(r, "time")), md(&lead, s(r, "vm"));
+			md(&lead, label), md(&lead, guest), md(&lead, s(r, "time")), md(&lead, s(r, "vm"));
 		}
 		if (lead.data == NULL || bench_render(&w->out, t, w->form == FORM_CSV ? BENCH_CSV : BENCH_MARKDOWN, lead.data,
 		    err) != LM_OK) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "deploy_int.h"
+#include "identity.h"
+#include "image.h"
 #include "ledger.h"
 #include "util.h"
 #include "validate.h"
@@ -87,20 +89,59 @@ connect_vm(cJSON *r, guest_target *t, const deploy_opts *o)
 	return c;
 }
 
-/* The ledger key for this guest, as the design names it. */
+/* Who the VM is, read on the Mac that runs it (--hosts: what its host's session said; a Lume
+ * name: this machine; --host: nobody, so the guest's chip and no build), and its ledger key. */
 static cJSON *
-key_for(const guest_facts *f, const deploy_opts *o)
+key_for(vm_session *s, const guest_target *t, const deploy_opts *o)
 {
-	const cJSON *img = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "image") : NULL;
-	const cJSON *dig = f->image ? cJSON_GetObjectItemCaseSensitive(f->image, "digest") : NULL;
-	char chip[128], build[64];
+	const cJSON *img = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "image") : NULL;
+	ledger_identity id = {0};
+	char msg[LM_ERRLEN];
 
-	guest_host_facts(chip, build);
-	return ledger_key(o->image ? o->image : cJSON_IsString(img) ? img->valuestring : "unknown",
-	    cJSON_IsString(dig) ? dig->valuestring : NULL, f->os, f->build, f->model, chip, build);
+	s->image = o->image ? o->image : cJSON_IsString(img) ? img->valuestring : NULL;
+	s->host_source = NULL;
+	s->mac.pref = -2;
+	if (t->via) {
+		if (t->mac) {
+			s->mac = *t->mac;
+			s->host_source = "host";
+		} else
+			snprintf(s->host_note, sizeof s->host_note, "%s", t->mac_why ? t->mac_why : "its Mac host's facts were not read");
+		if (t->digest)
+			snprintf(s->digest, sizeof s->digest, "%s", t->digest);
+		else
+			snprintf(s->no_digest, sizeof s->no_digest, "%s", t->no_digest ? t->no_digest : "no digest: not read");
+	} else if (t->lume) {
+		if (identity_mac_local(&s->mac, msg) == LM_OK)
+			s->host_source = "local";
+		else
+			snprintf(s->host_note, sizeof s->host_note, "%s", msg);
+		if (identity_digest_local(s->digest, o->lume, t->lume, t->location, msg) != LM_OK)
+			snprintf(s->no_digest, sizeof s->no_digest, "no digest: %.480s", msg);
+	} else {
+		snprintf(s->host_note, sizeof s->host_note, "--host reaches the VM without its Mac: the chip is the guest's, "
+		    "the host build unknown");
+		snprintf(s->no_digest, sizeof s->no_digest, "no digest: --host reaches the VM without Lume");
+	}
+	if (s->host_source == NULL) { /* no Mac answered: the guest's chip, said so */
+		memset(&s->mac, 0, sizeof s->mac);
+		s->mac.pref = -2;
+		snprintf(s->mac.chip, sizeof s->mac.chip, "%s", s->f.chip ? s->f.chip : "");
+		s->host_source = "guest";
+	}
+	id.image = s->image;
+	id.digest = *s->digest ? s->digest : NULL;
+	id.guest_os = s->f.os;
+	id.guest_build = s->f.build;
+	id.guest_model = s->f.model;
+	id.host_chip = *s->mac.chip ? s->mac.chip : NULL;
+	id.host_model = *s->mac.model ? s->mac.model : NULL;
+	id.host_os = *s->mac.os ? s->mac.os : NULL;
+	id.host_build = *s->mac.build ? s->mac.build : NULL;
+	return ledger_key_of(&id);
 }
 
-static void add_facts(cJSON *r, const guest_facts *f, cJSON *key);
+static void add_facts(cJSON *r, const vm_session *s);
 
 /* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
  * has the state and the reason, and s holds nothing. */
@@ -118,8 +159,8 @@ vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
 		s->c = NULL;
 		return LM_EFAIL;
 	}
-	s->key = key_for(&s->f, o);
-	add_facts(r, &s->f, s->key);
+	s->key = key_for(s, t, o);
+	add_facts(r, s);
 	return LM_OK;
 }
 
@@ -135,10 +176,36 @@ vm_close(vm_session *s, cJSON *r)
 	memset(s, 0, sizeof *s);
 }
 
+/* Who the VM is, in a result or a record: the reference, the Mac's facts and where they
+ * came from, why there is no digest; what the guest's image.json says, as its claim. */
 static void
-add_facts(cJSON *r, const guest_facts *f, cJSON *key)
+add_identity(cJSON *o, const vm_session *s)
 {
+	const cJSON *img = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "image") : NULL;
+	const cJSON *dig = s->f.image ? cJSON_GetObjectItemCaseSensitive(s->f.image, "digest") : NULL;
+
+	ledger_add_str(o, "image", s->image);
+	cJSON_AddStringToObject(o, "hostSource", s->host_source);
+	if (strcmp(s->host_source, "guest") == 0)
+		ledger_add_str(o, "hostNote", s->host_note);
+	if (s->mac.pref >= 0)
+		cJSON_AddBoolToObject(o, "hostPreference", s->mac.pref == 1);
+	if (!*s->digest)
+		ledger_add_str(o, "noDigest", s->no_digest);
+	if (cJSON_IsString(img) || cJSON_IsString(dig)) {
+		cJSON *c = cJSON_AddObjectToObject(o, "guestClaims");
+
+		ledger_add_str(c, "image", cJSON_IsString(img) ? img->valuestring : NULL);
+		ledger_add_str(c, "digest", cJSON_IsString(dig) ? dig->valuestring : NULL);
+	}
+}
+
+static void
+add_facts(cJSON *r, const vm_session *s)
+{
+	const guest_facts *f = &s->f;
 	cJSON *g = cJSON_AddObjectToObject(r, "guest");
+	char label[LEDGER_STR_MAX + 64];
 
 	cJSON_AddStringToObject(g, "os", f->os ? f->os : "");
 	cJSON_AddStringToObject(g, "build", f->build ? f->build : "");
@@ -148,7 +215,9 @@ add_facts(cJSON *r, const guest_facts *f, cJSON *key)
 		cJSON_AddStringToObject(g, "current", f->current);
 	if (f->previous)
 		cJSON_AddStringToObject(g, "previous", f->previous);
-	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(key, 1));
+	cJSON_AddItemToObject(r, "key", cJSON_Duplicate(s->key, 1));
+	add_identity(r, s);
+	cJSON_AddStringToObject(r, "imageLabel", ledger_key_label(label, sizeof label, s->key, s->image));
 }
 
 /* Runs argv in the guest; *out gets the first line of its stdout (caller frees). */
@@ -226,13 +295,23 @@ record_new(const char *kind, const guest_target *t, const deploy_opts *o)
 	return rec;
 }
 
-/* Writes rec under key; a ledger failure turns a good result into "failed". */
+/* Writes rec under key, with who the VM is as vm_open put it in r (add_identity: every kind
+ * of record carries it); a ledger failure turns a good result into "failed". */
 static void
 record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 {
+	static const char *const who[] = {"image", "hostSource", "hostNote", "hostPreference", "noDigest", "guestClaims"};
+	cJSON *full = cJSON_Duplicate(rec, 1);
+	const cJSON *v;
 	char err[LM_ERRLEN];
+	int rc;
 
-	if (ledger_append(o->state, key, rec, err) != LM_OK) {
+	for (size_t i = 0; full && i < sizeof who / sizeof who[0]; i++)
+		if ((v = cJSON_GetObjectItemCaseSensitive(r, who[i])) != NULL && !cJSON_HasObjectItem(full, who[i]))
+			cJSON_AddItemToObject(full, who[i], cJSON_Duplicate(v, 1));
+	rc = full ? ledger_append(o->state, key, full, err) : lm_err(err, LM_EFAIL, "out of memory");
+	cJSON_Delete(full);
+	if (rc != LM_OK) {
 		cJSON_AddStringToObject(r, "ledgerError", err);
 		set_state(r, "failed", err);
 	}

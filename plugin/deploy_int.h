@@ -6,12 +6,20 @@
 #include <cjson/cJSON.h>
 
 #include "deploy.h"
+#include "identity.h"
 
-/* One VM for the length of an operation: the connection, the guest's facts, its ledger key. */
+/* One VM for the length of an operation: the connection, the guest's facts, who it is (read
+ * on its Mac, identity.h), its ledger key. */
 typedef struct {
 	ssh_conn *c;
 	guest_facts f;
 	cJSON *key;
+	identity_mac mac;          /* the Mac's; with host_source "guest" only the guest's chip */
+	const char *host_source;   /* "local" (this machine), "host" (its --hosts session), "guest" */
+	char host_note[LM_ERRLEN]; /* with "guest": why no Mac was asked */
+	char digest[IMAGE_DIGEST_LEN + 1]; /* "" when none: no_digest says why */
+	char no_digest[LM_ERRLEN];
+	const char *image;         /* the reference (--image, else image.json's), or NULL; borrowed */
 } vm_session;
 
 /* A new result {"vm": t's name, "state": state} (caller frees). */

@@ -114,6 +114,11 @@ guest_target_free(guest_target *t)
 	free(t->user);
 	free(t->host);
 	free(t->via);
+	free(t->location);
+	free(t->mac);
+	free(t->mac_why);
+	free(t->digest);
+	free(t->no_digest);
 	free(t);
 }
 
@@ -132,6 +137,8 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 		if (rc != LM_OK)
 			return rc;
 		t->host = strdup(vm->ip);
+		if (t->location == NULL && vm->location != NULL)
+			t->location = strdup(vm->location); /* where its .manifest-digest is */
 		lume_vm_free(vm);
 		if (t->host == NULL)
 			return lm_err(err, LM_EFAIL, "out of memory");

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "identity.h"
 #include "relay.h"
 #include "ssh.h"
 
@@ -23,6 +24,12 @@ typedef struct {
 	char *via;          /* the Mac host's label when reached through it (--hosts), or NULL */
 	relay *relay;       /* not owned: the relay that reaches it, with its host's index */
 	size_t relay_host;
+	/* Who it is, as its Mac host said (--hosts; NULL otherwise, or when not read): */
+	char *location;     /* its Lume storage location ("locationName"), or NULL: the default */
+	identity_mac *mac;  /* the Mac host's facts, or NULL (mac_why says why, with --hosts) */
+	char *mac_why;
+	char *digest;       /* its image digest read on the Mac host, or NULL (no_digest says why) */
+	char *no_digest;
 } guest_target;
 
 /* Parses "user@addr[:port]" or "[v6]:port" (default user used when no "user@"). */
@@ -51,7 +58,8 @@ void guest_facts_clear(guest_facts *f);
 int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,
     char *err);
 
-/* The host's chip and macOS build, for the ledger key (Linux: CPU model and kernel). */
+/* This controller's chip and OS build (Linux: CPU model and kernel), for a bench's host
+ * baseline run here; never a VM's ledger key (identity.h reads the Mac that runs the VM). */
 void guest_host_facts(char chip[128], char build[64]);
 
 #endif

@@ -202,7 +202,7 @@ connect_one(void *arg, size_t i)
 	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
 	if (ssh_connect(&h->c, &h->why, &o, h->err) != LM_OK)
 		return;
-	if (lume_list_remote(&h->vms, &h->nvms, h->c, h->err) != LM_OK) {
+	if (identity_host_read(&h->id, &h->vms, &h->nvms, h->c, h->err) != LM_OK) {
 		ssh_close(h->c);
 		h->c = NULL;
 	}
@@ -223,5 +223,6 @@ hosts_conn_clear(hosts_conn *h)
 	for (size_t i = 0; i < h->nvms; i++)
 		lume_vm_free(h->vms[i]);
 	free(h->vms);
+	identity_host_clear(&h->id);
 	memset(h, 0, sizeof *h);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "guest.h"
+#include "identity.h"
 #include "lume.h"
 
 /* Loads path into *out (n entries; caller frees with hosts_free). Errors name the file and
@@ -24,10 +25,12 @@ typedef struct {
 	char err[LM_ERRLEN];
 	lume_vm **vms;   /* owned: `lume ls` there */
 	size_t nvms;
+	identity_host id; /* owned: its chip, model, OS, build and VM digests, read in the same exec */
 } hosts_conn;
 
 /* Connects to hosts[0..n) `parallel` at a time (the fleet pool), each within timeout_s, with
- * base's credentials and known hosts (the user and port are each host's), and lists its VMs.
+ * base's credentials and known hosts (the user and port are each host's), and lists its VMs
+ * and reads its identity in one exec (identity_host_read).
  * out[i] (n of them) gets host i; clear each with hosts_conn_clear. */
 void hosts_connect(hosts_conn *out, guest_target **hosts, size_t n, const ssh_opts *base, int timeout_s,
     int parallel);

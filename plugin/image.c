@@ -224,59 +224,72 @@ read_small(const char *path, char *buf, size_t cap)
 }
 
 int
-image_digest_local(char out[IMAGE_DIGEST_LEN + 1], const char *lume, const char *vm, const char *location,
-    char *err)
+image_storage_local(image_location *out, size_t max, size_t *n, const char *lume, char *err)
 {
-	image_location locs[IMAGE_LOCATIONS_MAX];
-	const image_location *loc;
 	const char *argv[] = {lume, "config", "storage", "list", NULL};
 	lm_buf o = {0}, e = {0};
+	char msg[LM_ERRLEN];
+	int st_code = 0, rc;
+
+	*n = 0;
+	if ((rc = lm_run(&o, &e, &st_code, argv, msg)) != LM_OK)
+		rc = lm_err(err, rc, "%s (install Lume, or pass --lume PATH)", msg);
+	else if (st_code != 0)
+		rc = lm_err(err, LM_EFAIL, "lume config storage list failed (exit %d)", st_code);
+	else
+		rc = image_storage_parse(out, max, n, o.data ? o.data : "", o.len, err);
+	lm_buf_free(&o);
+	lm_buf_free(&e);
+	return rc;
+}
+
+int
+image_digest_read(char out[IMAGE_DIGEST_LEN + 1], const image_location *locs, size_t n, const char *vm,
+    const char *location, char *err)
+{
+	const image_location *loc;
 	char path[IMAGE_PATH_MAX + 2 * IMAGE_NAME_MAX + 64], dir[sizeof path], buf[128], msg[LM_ERRLEN];
-	size_t n = 0;
 	ssize_t got;
 	struct stat st;
-	int st_code = 0, rc;
+	int rc;
 
 	out[0] = '\0';
 	if (!image_vm_name_ok(vm))
 		return lm_err(err, LM_EINPUT, "not a VM name this tool accepts (letters, digits, . _ -, at most %d)",
 		    IMAGE_NAME_MAX);
-	if ((rc = lm_run(&o, &e, &st_code, argv, msg)) != LM_OK) {
-		rc = lm_err(err, rc, "%s (install Lume, or pass --lume PATH)", msg);
-		goto done;
-	}
-	if (st_code != 0) {
-		rc = lm_err(err, LM_EFAIL, "lume config storage list failed (exit %d)", st_code);
-		goto done;
-	}
-	if ((rc = image_storage_parse(locs, IMAGE_LOCATIONS_MAX, &n, o.data ? o.data : "", o.len, err)) != LM_OK)
-		goto done;
-	if ((loc = image_storage_find(locs, n, location)) == NULL) {
-		rc = location ? lm_err(err, LM_EINPUT, "VM %s: Lume has no storage location %s", vm, location)
-		              : lm_err(err, LM_EFAIL, "VM %s: Lume names no default storage location", vm);
-		goto done;
-	}
+	if ((loc = image_storage_find(locs, n, location)) == NULL)
+		return location ? lm_err(err, LM_EINPUT, "VM %s: Lume has no storage location %s", vm, location)
+		                : lm_err(err, LM_EFAIL, "VM %s: Lume names no default storage location", vm);
 	if ((rc = image_digest_path(path, sizeof path, loc->path, getenv("HOME"), vm, err)) != LM_OK)
-		goto done;
+		return rc;
 	memcpy(dir, path, sizeof dir);
 	*strrchr(dir, '/') = '\0';
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		rc = lm_err(err, LM_EFAIL, "VM %s is not in Lume's storage location %s (%s)", vm, loc->name, loc->path);
-		goto done;
-	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return lm_err(err, LM_EFAIL, "VM %s is not in Lume's storage location %s (%s)", vm, loc->name, loc->path);
 	if ((got = read_small(path, buf, sizeof buf)) < 0) {
 		if (got == -1 && errno == ENOENT)
-			rc = lm_err(err, LM_EFAIL, "VM %s has no .manifest-digest: it was not pulled from a registry "
+			return lm_err(err, LM_EFAIL, "VM %s has no .manifest-digest: it was not pulled from a registry "
 			    "(a VM made by lume create)", vm);
-		else
-			rc = lm_err(err, LM_EFAIL, "VM %s: %s: %s", vm, path,
-			    got == -2 ? "not a regular file" : strerror(errno));
-		goto done;
+		return lm_err(err, LM_EFAIL, "VM %s: %s: %s", vm, path, got == -2 ? "not a regular file" : strerror(errno));
 	}
 	if (image_digest_parse(out, buf, (size_t)got, msg) != LM_OK)
-		rc = lm_err(err, LM_EFAIL, "VM %s: .manifest-digest is %s", vm, msg);
-done:
-	lm_buf_free(&o);
-	lm_buf_free(&e);
-	return rc;
+		return lm_err(err, LM_EFAIL, "VM %s: .manifest-digest is %s", vm, msg);
+	return LM_OK;
+}
+
+int
+image_digest_local(char out[IMAGE_DIGEST_LEN + 1], const char *lume, const char *vm, const char *location,
+    char *err)
+{
+	image_location locs[IMAGE_LOCATIONS_MAX];
+	size_t n = 0;
+	int rc;
+
+	out[0] = '\0';
+	if (!image_vm_name_ok(vm))
+		return lm_err(err, LM_EINPUT, "not a VM name this tool accepts (letters, digits, . _ -, at most %d)",
+		    IMAGE_NAME_MAX);
+	if ((rc = image_storage_local(locs, IMAGE_LOCATIONS_MAX, &n, lume, err)) != LM_OK)
+		return rc;
+	return image_digest_read(out, locs, n, vm, location, err);
 }

@@ -59,4 +59,11 @@ int image_digest_parse(char out[IMAGE_DIGEST_LEN + 1], const char *text, size_t 
 int image_digest_local(char out[IMAGE_DIGEST_LEN + 1], const char *lume, const char *vm,
     const char *location, char *err);
 
+/* image_digest_local in two steps, so a caller of many VMs runs lume once: the locations of
+ * `lume config storage list` on this machine into out[0..*n) (as image_storage_parse), then
+ * one VM's digest from them (errors as image_digest_local's). */
+int image_storage_local(image_location *out, size_t max, size_t *n, const char *lume, char *err);
+int image_digest_read(char out[IMAGE_DIGEST_LEN + 1], const image_location *locs, size_t n, const char *vm,
+    const char *location, char *err);
+
 #endif

@@ -94,6 +94,7 @@ vm_from_json(const cJSON *o)
 	vm->status = dup_str(o, "status");
 	vm->ip = dup_str(o, "ipAddress");
 	vm->os = dup_str(o, "os");
+	vm->location = dup_str(o, "locationName");
 	vm->ssh_available = cJSON_IsBool(ssh) ? cJSON_IsTrue(ssh) : -1;
 	if (vm->name == NULL || vm->status == NULL) {
 		lume_vm_free(vm);
@@ -111,6 +112,7 @@ lume_vm_free(lume_vm *vm)
 	free(vm->status);
 	free(vm->ip);
 	free(vm->os);
+	free(vm->location);
 	free(vm);
 }
 
@@ -183,9 +185,8 @@ lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, int6
 	return rc;
 }
 
-/* Lume's `ls` output as VMs. */
-static int
-parse_list(lume_vm ***out, size_t *n, const char *text, int st, const char *where, char *err)
+int
+lume_list_parse(lume_vm ***out, size_t *n, const char *text, int st, const char *where, char *err)
 {
 	cJSON *doc = NULL;
 	const cJSON *it;
@@ -215,7 +216,7 @@ lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
 	*out = NULL;
 	*n = 0;
 	if ((rc = run_lume(&o, &e, &st, argv, lm_now_ms() + LUME_LS_TIMEOUT_S * 1000, err)) == LM_OK)
-		rc = parse_list(out, n, o.data, st, "", err);
+		rc = lume_list_parse(out, n, o.data, st, "", err);
 	lm_buf_free(&o);
 	lm_buf_free(&e);
 	return rc;
@@ -249,7 +250,7 @@ lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err)
 			rc = lm_err(err, LM_EFAIL, "%s%.*s", where, (int)strcspn(r.err.data ? r.err.data : "", "\n"),
 			    r.err.data ? r.err.data : "");
 		else
-			rc = parse_list(out, n, r.out.data, r.exit_code, where, err);
+			rc = lume_list_parse(out, n, r.out.data, r.exit_code, where, err);
 		ssh_result_free(&r);
 	}
 	lm_buf_free(&cmd);

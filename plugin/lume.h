@@ -9,6 +9,7 @@
 
 typedef struct {
 	char *name, *status, *ip, *os;
+	char *location; /* "locationName": its Lume storage location, or NULL (the default) */
 	int ssh_available; /* 1 true, 0 false, -1 null */
 } lume_vm;
 
@@ -37,6 +38,10 @@ int lume_list(lume_vm ***out, size_t *n, const char *lume, char *err);
 /* The same on a Mac host over its session c (lume looked up on PATH, ~/.local/bin and
  * Homebrew's directories); errors name the host. */
 int lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err);
+
+/* Lume's `ls --format json` output (text, which exited st) as VMs, as lume_list fills them;
+ * errors start with where ("HOST: " or ""). */
+int lume_list_parse(lume_vm ***out, size_t *n, const char *text, int st, const char *where, char *err);
 
 void lume_vm_free(lume_vm *vm);
 

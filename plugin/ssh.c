@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
+
 /* An upload's read buffer, on the heap: a pool thread's stack pages stay resident for the
  * whole run once touched, a freed buffer is reused by the next upload. */
 #define UPLOAD_CHUNK (32u << 10)
@@ -200,11 +202,7 @@ key_port(const ssh_conn *c)
 int
 ssh_vm_name_ok(const char *name)
 {
-	size_t n = strlen(name);
-
-	if (n == 0 || n > 64 || name[0] == '-' || name[0] == '.')
-		return 0;
-	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+	return image_vm_name_ok(name); /* one rule for a VM name, wherever it is used */
 }
 
 /* A name fit to be written into known_hosts: host names and addresses (IPv6 and its %zone

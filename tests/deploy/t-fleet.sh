@@ -94,5 +94,5 @@ check "on a TTY, status shows live progress" script -qec "'$LM' status vm1 vm2 v
 	-u $ME -i '$T/id_ed25519' --known-hosts '$T/known_hosts' --state '$T/state' --parallel 2" "$T/tty.out"
 check_grep "... a progress line with done/total, states and time" '\[[1-3]/4\] ok [1-3] \| [0-9.]+s elapsed, ETA [0-9]+s' "$T/tty.out"
 check_grep "... rewritten in place" "$(printf '\r\033')\\[K" "$T/tty.out"
-check_grep "... and the summary by image version" '^#   unknown \(macOS 26\.5\.2 25F84\) +ok +4' "$T/tty.out"
+check_grep "... and the summary by image version" '^#   unknown \(no digest\) \(macOS 26\.5\.2 25F84\) +ok +4' "$T/tty.out"
 t_done

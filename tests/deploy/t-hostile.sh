@@ -31,7 +31,7 @@ hl() { "$LM" status --hosts "$T/hosts" -u "$ME" -i "$T/id_ed25519" --port "$PORT
 check_rc "status --hosts --accept-new with a hostile VM name (exit 3: refused)" 3 hl --accept-new
 cp "$T/.out" "$T/hostile.out"
 check_grep "... the good VM answers" '"vm":"127.0.0.71/good","state":"ok"' "$T/hostile.out"
-check_grep "... the hostile one is refused, saying why" '"state":"refused","message":"[^"]*refusing the host-key name' "$T/hostile.out"
+check_grep "... the hostile one is refused before any connection, naming its host" '"host":"127.0.0.71","state":"refused","message":"host 127.0.0.71 lists a VM name this tool refuses' "$T/hostile.out"
 check "... no line for github.com was written" sh -c '! grep -q "^github.com" "$1"' - "$T/kh-real"
 check "... nor any line holding the hostile name" sh -c '! grep -q "^x " "$1"' - "$T/kh-real"
 check "... the good VM's key was appended" grep -q '^127.0.0.71/good ssh-ed25519 ' "$T/kh-real"
