@@ -91,6 +91,28 @@ static const cli_command commands[] = {
 	    "                      (running ones finish); checked before each VM, not only per wave\n"
 	    "  --rollback-on-fail  when the run stops, VMs it deployed go back to their previous release\n"
 	    CONN_FLAGS, NULL},
+	{"golden", cmd_golden, "clone, validate, stamp, push and record a golden image",
+	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
+	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
+	    "Builds on a `lume clone` of SOURCE (a stopped local VM, never changed; --pull pulls BASE:TAG\n"
+	    "first, as NAME or Lume's BASE_TAG): runs it (lume run --no-display, detached), waits for SSH,\n"
+	    "deploys the payload with full validation (as deploy --force), stamps\n"
+	    "~/Library/Application Support/lume-metal/image.json in the guest, stops it, pushes it\n"
+	    "(lume push, credentials from GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads the pushed\n"
+	    "manifest's digest from the registry, records one ledger record of kind golden under that\n"
+	    "digest, and deletes the build VM. A failed validation pushes nothing (its verdict is\n"
+	    "recorded under the base image); the build VM is then stopped and deleted, or kept with\n"
+	    "--keep. Progress per step on stderr; --json prints one object.\n\n"
+	    "  --registry R        as lume push (default ghcr.io); --organization O (default trycua)\n"
+	    "  --additional-tags T more tags for the same push (repeatable)\n"
+	    "  --pull-registry R, --pull-organization O   where --pull finds BASE:TAG\n"
+	    "  --build-vm NAME     the clone's name (default lume-metal-golden-PID)\n"
+	    "  --keep              keep the build VM (stopped) after the build\n"
+	    "  --dry-run           print every step's command and run none\n"
+	    "  --model PATH        workload validation: needs the validate module (not in this build: exit 2)\n"
+	    "  --image REF         the base image's reference for the deploy's ledger record\n"
+	    "  --wait SECONDS      the wait for SSH (default 300)\n"
+	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
