@@ -519,8 +519,15 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		deploy_opts d = o->deploy;
 		guest_target *t = NULL;
 
+		char pref[640];
+
 		d.force = 1; /* full validation: whatever the ledger says and whatever is installed */
 		d.dry_run = 0;
+		if (o->pull && d.image == NULL) { /* the base's reference labels its verdict */
+			snprintf(pref, sizeof pref, "%s/%s/%s", o->pull_registry ? o->pull_registry : "ghcr.io",
+			    o->pull_organization ? o->pull_organization : "trycua", o->pull);
+			d.image = pref;
+		}
 		if ((rc = guest_target_lume(&t, o->build, o->deploy.ssh.user, msg)) == LM_OK) {
 			t->port = o->port;
 			rc = deploy_one(&dep, t, &d, msg);

@@ -46,7 +46,8 @@ typedef struct {
 	int keep, dry_run;
 	int port;                 /* the build VM's SSH port (Lume VMs: 22) */
 	/* The deploy of step 3: state, lume, ssh, timeout_s, wait_s (the wait for SSH), payload and
-	 * info. force is set by the build (full validation), image by the pull. */
+	 * info, and image (the base's reference for its verdict; with pull, REGISTRY/ORG/BASE:TAG
+	 * when not given). force is set by the build: full validation. */
 	deploy_opts deploy;
 	golden_progress_fn progress;
 	void *ctx;

@@ -104,6 +104,16 @@ check_has "... naming the registry, not pushed" "push of shim:3 to registry $R f
 check_grep "... and nothing recorded" 'not pushed, nothing recorded' "$T/g4"
 check "... the registry has no shim:3" test "$(code_of org/shim 3)" = 404
 
+LUME_SIM_IP=127.0.0.152 golden --pull base:1 --pull-registry "$R" --pull-organization org shim:p \
+	--registry "$R" --organization org --build-vm b7 --json >"$T/g6" 2>&1
+rc=$?
+check "--pull BASE:TAG pulls the source first (Lume's name base_1)" test -f "$HOME/.lume/base_1/disk.img"
+check "... with the base's digest" test "$(cat "$HOME/.lume/base_1/.manifest-digest")" = "$BASE"
+check_has "... which the build reports" "\"baseDigest\":\"$BASE\"" "$T/g6"
+check "... its validation fails here (the bad guest): exit 1, nothing pushed" test "$rc" -eq 1 -a "$(code_of org/shim p)" = 404
+check_rc "... and the verdict is recorded under the base's reference" 0 "$LM" ledger --state "$T/state" show --image "$R/org/base:1"
+check_grep "... as a fail" 'deploy +fail +b7' "$T/.out"
+
 # A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
 cat >"$T/lume-gone" <<EOF
 #!/bin/sh
