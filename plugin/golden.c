@@ -296,6 +296,18 @@ cleanup(build *g, int running)
 		step_end(g, "done", NULL);
 }
 
+/* A step failed: it ends "failed", the build too with msg, and the build VM is cleaned up
+ * (stopped when running is 1, then deleted unless keep; running -1: nothing made yet). */
+static int
+fail(build *g, const char *msg, int rc, int running)
+{
+	step_end(g, "failed", msg);
+	finish(g, "failed", msg, rc);
+	if (running >= 0)
+		cleanup(g, running);
+	return rc;
+}
+
 /* Writes the stamp into the build VM's GUEST_ROOT/image.json in one exec. */
 static int
 stamp(build *g, const char *json, char *err)
@@ -465,8 +477,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		step_start(&g, GOLDEN_PULL);
 		if ((rc = lume_pull(o->deploy.lume, o->pull, o->source, o->pull_registry, o->pull_organization,
 		    lm_now_ms() + GOLDEN_LONG_S * 1000, msg)) != LM_OK) {
-			step_end(&g, "failed", msg);
-			rc = finish(&g, "failed", msg, rc);
+			rc = fail(&g, msg, rc, -1);
 			goto done;
 		}
 		step_end(&g, "done", NULL);
@@ -481,17 +492,14 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 	step_start(&g, GOLDEN_CLONE);
 	if ((rc = lume_clone(o->deploy.lume, o->source, o->build, lm_now_ms() + GOLDEN_LONG_S * 1000, msg)) != LM_OK) {
-		step_end(&g, "failed", msg);
-		rc = finish(&g, "failed", msg, rc);
+		rc = fail(&g, msg, rc, -1);
 		goto done;
 	}
 	step_end(&g, "done", NULL);
 
 	step_start(&g, GOLDEN_RUN);
 	if ((rc = lume_run_detached(o->deploy.lume, o->build, NULL, NULL, msg)) != LM_OK) {
-		step_end(&g, "failed", msg);
-		finish(&g, "failed", msg, rc);
-		cleanup(&g, 0);
+		rc = fail(&g, msg, rc, 0);
 		goto done;
 	}
 	running = 1;
@@ -507,9 +515,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		lume_vm_free(vm);
 	}
 	if (rc != LM_OK) {
-		step_end(&g, "failed", msg);
-		rc = finish(&g, "failed", msg, LM_EFAIL);
-		cleanup(&g, running);
+		rc = fail(&g, msg, LM_EFAIL, running);
 		goto done;
 	}
 	step_end(&g, "done", msg);
@@ -518,7 +524,6 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	{
 		deploy_opts d = o->deploy;
 		guest_target *t = NULL;
-
 		char pref[640];
 
 		d.force = 1; /* full validation: whatever the ledger says and whatever is installed */
@@ -534,9 +539,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 			guest_target_free(t);
 		}
 		if (rc != LM_OK) {
-			step_end(&g, "failed", msg);
-			rc = finish(&g, "failed", msg, LM_EFAIL);
-			cleanup(&g, running);
+			rc = fail(&g, msg, LM_EFAIL, running);
 			goto done;
 		}
 	}
@@ -564,9 +567,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	} else
 		rc = stamp(&g, json, msg);
 	if (rc != LM_OK) {
-		step_end(&g, "failed", msg);
-		rc = finish(&g, "failed", msg, LM_EFAIL);
-		cleanup(&g, running);
+		rc = fail(&g, msg, LM_EFAIL, running);
 		goto done;
 	}
 	cJSON_AddItemToObject(g.r, "stamp", cJSON_Parse(json));
@@ -574,9 +575,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 	step_start(&g, GOLDEN_STOP);
 	if ((rc = lume_stop(o->deploy.lume, o->build, lm_now_ms() + GOLDEN_SHORT_S * 1000, msg)) != LM_OK) {
-		step_end(&g, "failed", msg);
-		rc = finish(&g, "failed", msg, LM_EFAIL);
-		cleanup(&g, 0);
+		rc = fail(&g, msg, LM_EFAIL, 0);
 		goto done;
 	}
 	running = 0;
@@ -589,9 +588,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 		snprintf(m2, sizeof m2, "push of %s to registry %s failed: %s; not pushed, nothing recorded", o->image_tag,
 		    g.registry, msg);
-		step_end(&g, "failed", m2);
-		rc = finish(&g, "failed", m2, LM_EFAIL);
-		cleanup(&g, 0);
+		rc = fail(&g, m2, LM_EFAIL, 0);
 		goto done;
 	}
 	cJSON_ReplaceItemInObjectCaseSensitive(g.r, "pushed", cJSON_CreateTrue());
@@ -612,9 +609,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 		snprintf(m2, sizeof m2, "pushed %s but could not read its digest from %s: %s; nothing recorded",
 		    o->image_tag, g.registry, msg);
-		step_end(&g, "failed", m2);
-		rc = finish(&g, "failed", m2, LM_EFAIL);
-		cleanup(&g, 0);
+		rc = fail(&g, m2, LM_EFAIL, 0);
 		goto done;
 	}
 	cJSON_AddStringToObject(g.r, "digest", digest);
@@ -633,9 +628,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 		snprintf(m2, sizeof m2, "pushed %s (%s) but could not record it in the ledger: %s", o->image_tag, digest,
 		    msg);
-		step_end(&g, "failed", m2);
-		rc = finish(&g, "failed", m2, LM_EFAIL);
-		cleanup(&g, 0);
+		rc = fail(&g, m2, LM_EFAIL, 0);
 		goto done;
 	}
 	cJSON_AddItemToObject(g.r, "key", cJSON_Duplicate(key, 1));
