@@ -547,11 +547,14 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	st = cJSON_GetObjectItemCaseSensitive(dep, "state")->valuestring;
 	if (strcmp(st, "deployed") != 0 && strcmp(st, "unchanged") != 0) {
 		const char *m = kstr(dep, "message");
+		int named = strcmp(st, "validation-failed") == 0 || strcmp(st, "refused") == 0;
 
-		snprintf(msg, sizeof msg, "%s%s%s; nothing pushed", st, m ? ": " : "", m ? m : "");
+		/* The build's state names validation-failed and refused; any other goes in the message. */
+		snprintf(msg, sizeof msg, "%s%s%s; nothing pushed", named ? "" : st, named || !m ? "" : ": ", m ? m : named ?
+		    st : "");
 		step_end(&g, "failed", msg);
 		rc = strcmp(st, "refused") == 0 ? LM_EREFUSED : LM_EFAIL;
-		finish(&g, strcmp(st, "validation-failed") == 0 || strcmp(st, "refused") == 0 ? st : "failed", msg, rc);
+		finish(&g, named ? st : "failed", msg, rc);
 		cleanup(&g, running);
 		goto done;
 	}

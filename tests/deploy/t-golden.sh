@@ -114,6 +114,18 @@ check "... its validation fails here (the bad guest): exit 1, nothing pushed" te
 check_rc "... and the verdict is recorded under the base's reference" 0 "$LM" ledger --state "$T/state" show --image "$R/org/base:1"
 check_grep "... as a fail" 'deploy +fail +b7' "$T/.out"
 
+LUME_SIM_IP=127.0.0.151 lm golden --payload "$T/a.tar.gz" --wait 10 --known-hosts "$T/empty_known_hosts" src shim:5 \
+	--registry "$R" --organization org --build-vm b8 >"$T/g8" 2>&1
+rc=$?
+check "an unknown host key without --accept-new: refused by the gate, exit 3" test "$rc" -eq 3
+check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 5)" = 404 -a ! -e "$HOME/.lume/b8"
+check_grep "... naming the key once: \"REF refused: ...unknown host key\"" "org/shim:5 refused: [^ ]+: unknown host key SHA256:" "$T/g8"
+check_rc "--model (workload validation, no validate module here) is exit 2 before anything runs" 2 \
+	golden src shim:6 --registry "$R" --organization org --build-vm b9 --model /m.gguf
+check_has "... saying why" "needs the validate module" "$T/.out"
+check "... and no clone appears" test ! -e "$HOME/.lume/b9"
+check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org
+check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6
 # A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
 cat >"$T/lume-gone" <<EOF
 #!/bin/sh
@@ -129,6 +141,4 @@ check "the registry gone after the push: exit 1" test "$rc" -eq 1
 check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"
 check_has "... nothing recorded" "; nothing recorded" "$T/g5"
 check "... and the ledger still has one golden record" test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json | wc -l)" -eq 1
-check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org
-check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6
 t_done
