@@ -62,15 +62,16 @@ int
 cmd_golden(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS,
+		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
 		{"pull", required_argument, NULL, 'P'}, {"pull-registry", required_argument, NULL, 'R'},
 		{"pull-organization", required_argument, NULL, 'O'}, {"registry", required_argument, NULL, 'r'},
 		{"organization", required_argument, NULL, 'o'}, {"additional-tags", required_argument, NULL, 't'},
 		{"build-vm", required_argument, NULL, 'b'}, {"keep", no_argument, NULL, 'k'},
-		{"dry-run", no_argument, NULL, 'n'}, {"model", required_argument, NULL, 'm'},
-		{"image", required_argument, NULL, 'I'}, {NULL, 0, NULL, 0},
+		{"dry-run", no_argument, NULL, 'n'}, {"image", required_argument, NULL, 'I'},
+		{"evidence", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
 	};
 	golden_opts g = {0};
+	cli_validate cv = {0};
 	cli_conn conn;
 	const char **tags = NULL;
 	char err[LM_ERRLEN] = "", build[64], pulled[IMAGE_NAME_MAX + 1];
@@ -83,6 +84,8 @@ cmd_golden(int argc, char **argv)
 	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "golden", CLI_CONN_SHORT, opts)) != -1) {
 		int f = cli_conn_flag(&conn, c, optarg, "golden");
 
+		if (f == 0)
+			f = cli_validate_flag(&cv, c, optarg, "golden");
 		if (f != 0) {
 			rc = f < 0 ? EXIT_USAGE : EXIT_OK;
 			continue;
@@ -97,7 +100,7 @@ cmd_golden(int argc, char **argv)
 		case 'b': g.build = optarg; break;
 		case 'k': g.keep = 1; break;
 		case 'n': g.dry_run = 1; break;
-		case 'm': g.model = optarg; break;
+		case 'E': cv.v.evidence = optarg; break;
 		case 'I': g.deploy.image = optarg; break;
 		default: rc = EXIT_USAGE;
 		}
@@ -130,8 +133,17 @@ cmd_golden(int argc, char **argv)
 		snprintf(build, sizeof build, "lume-metal-golden-%ld", (long)getpid());
 		g.build = build;
 	}
-	if ((rc = cli_state_check(conn.state, "golden")) != EXIT_OK || (rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK)
+	if ((rc = cli_state_check(conn.state, "golden")) != EXIT_OK || (rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK ||
+	    (rc = cli_validate_setup(&cv, &conn, &g.deploy, cv.v.model != NULL, "golden")) != EXIT_OK)
 		goto done;
+	/* A workload that requires validation would refuse every VM pulled from an image without a
+	 * validate record: its golden image is validated here or not built. */
+	if (g.deploy.require_validation && cv.v.model == NULL) {
+		rc = cli_error(EXIT_USAGE, "golden: the workload %s requires validation (requireValidation): give --model "
+		    "PATH (the model's path in the guest)", conn.info->workload);
+		goto done;
+	}
+	g.model = cv.v.model;
 	g.tags = tags;
 	g.port = conn.port;
 	g.deploy.state = conn.state, g.deploy.lume = conn.lume, g.deploy.ssh = conn.ssh;

@@ -13,6 +13,7 @@
 #include "lume.h"
 #include "registry.h"
 #include "util.h"
+#include "validate.h"
 
 /* image.json beside current and previous, written whole or not at all: a temporary file in the
  * same directory, then rename. The JSON comes on stdin; the directory is the one argument. */
@@ -373,18 +374,10 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(install, "stock")));
 	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(install,
 	    "shimmed")));
+	if (cJSON_GetObjectItemCaseSensitive(g->r, "validate")) /* the workload's own figures */
+		cJSON_AddItemToObject(rec, "validation", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(g->r, "validate"), "validation"), 1));
 	return rec;
-}
-
-/* The workload validation's place: the `validate` module (validate.h) is not in this tree yet.
- * When it lands, run it here on the build VM for o->model and fail the build on its verdict. */
-static int
-workload_check(build *g, char *err)
-{
-	if (g->o->model == NULL)
-		return LM_OK;
-	return lm_err(err, LM_EINPUT, "--model: workload validation needs the validate module, which this build of "
-	    "lume-metal does not have");
 }
 
 static void
@@ -395,6 +388,42 @@ now_utc(char out[32])
 
 	gmtime_r(&t, &tm);
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The deploy options of a step on the build VM: o's, with full validation, and with pull the
+ * base's reference (REGISTRY/ORG/BASE:TAG, in pref) labelling the verdict. */
+static void
+build_opts(deploy_opts *d, const golden_opts *o, char *pref, size_t plen)
+{
+	*d = o->deploy;
+	d->force = 1; /* full validation: whatever the ledger says and whatever is installed */
+	d->dry_run = 0;
+	d->require_validation = 0; /* the workload step validates, when asked */
+	if (o->pull && d->image == NULL) {
+		snprintf(pref, plen, "%s/%s/%s", o->pull_registry ? o->pull_registry : "ghcr.io",
+		    o->pull_organization ? o->pull_organization : "trycua", o->pull);
+		d->image = pref;
+	}
+}
+
+/* Runs fn (deploy_one, validate_one) on the build VM; *res gets its result. */
+static int
+run_on_build(build *g, int (*fn)(cJSON **, guest_target *, const deploy_opts *, char *), deploy_opts *d,
+    char *pref, size_t plen, cJSON **res, char *err)
+{
+	guest_target *t = NULL;
+	int rc;
+
+	*res = NULL;
+	build_opts(d, g->o, pref, plen);
+	if ((rc = guest_target_lume(&t, g->o->build, g->o->deploy.ssh.user, err)) != LM_OK)
+		return rc;
+	t->port = g->o->port;
+	rc = fn(res, t, d, err);
+	guest_target_free(t);
+	if (rc == LM_OK && *res == NULL)
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+	return rc;
 }
 
 int
@@ -467,12 +496,6 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		rc = finish(&g, "planned", "dry run: nothing was run", LM_OK);
 		goto done;
 	}
-	if ((rc = workload_check(&g, msg)) != LM_OK) { /* before anything runs: an input error */
-		finish(&g, "failed", msg, rc);
-		lm_err(err, rc, "%s", msg);
-		goto done;
-	}
-
 	if (o->pull) {
 		step_start(&g, GOLDEN_PULL);
 		if ((rc = lume_pull(o->deploy.lume, o->pull, o->source, o->pull_registry, o->pull_organization,
@@ -522,22 +545,11 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 	step_start(&g, GOLDEN_DEPLOY);
 	{
-		deploy_opts d = o->deploy;
-		guest_target *t = NULL;
+		deploy_opts d;
 		char pref[640];
 
-		d.force = 1; /* full validation: whatever the ledger says and whatever is installed */
-		d.dry_run = 0;
-		if (o->pull && d.image == NULL) { /* the base's reference labels its verdict */
-			snprintf(pref, sizeof pref, "%s/%s/%s", o->pull_registry ? o->pull_registry : "ghcr.io",
-			    o->pull_organization ? o->pull_organization : "trycua", o->pull);
-			d.image = pref;
-		}
-		if ((rc = guest_target_lume(&t, o->build, o->deploy.ssh.user, msg)) == LM_OK) {
-			t->port = o->port;
-			rc = deploy_one(&dep, t, &d, msg);
-			guest_target_free(t);
-		}
+		if ((rc = run_on_build(&g, deploy_one, &d, pref, sizeof pref, &dep, msg)) != LM_OK)
+			cJSON_Delete(dep), dep = NULL;
 		if (rc != LM_OK) {
 			rc = fail(&g, msg, LM_EFAIL, running);
 			goto done;
@@ -561,7 +573,34 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	step_end(&g, "done", st);
 
 	step_start(&g, GOLDEN_WORKLOAD);
-	step_end(&g, "skipped", "no --model");
+	if (o->deploy.validate == NULL)
+		step_end(&g, "skipped", "no --model");
+	else {
+		deploy_opts d;
+		char pref[640];
+		cJSON *val = NULL;
+
+		rc = run_on_build(&g, validate_one, &d, pref, sizeof pref, &val, msg);
+		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
+		    strcmp(st, "validated") != 0) {
+			const char *m = kstr(val, "message");
+
+			rc = LM_EFAIL;
+			snprintf(msg, sizeof msg, "workload validation: %s%s%s; nothing pushed", st, m ? ": " : "", m ? m : "");
+			cJSON_AddItemToObject(g.r, "validate", val);
+			step_end(&g, "failed", msg);
+			finish(&g, strcmp(st, "validation-failed") == 0 ? st : "failed", msg, rc);
+			cleanup(&g, running);
+			goto done;
+		}
+		if (rc != LM_OK) {
+			cJSON_Delete(val);
+			rc = fail(&g, msg, LM_EFAIL, running);
+			goto done;
+		}
+		cJSON_AddItemToObject(g.r, "validate", val);
+		step_end(&g, "done", "validated");
+	}
 
 	step_start(&g, GOLDEN_STAMP);
 	now_utc(when);

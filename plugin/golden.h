@@ -42,10 +42,12 @@ typedef struct {
 	const char *const *tags;  /* --additional-tags */
 	size_t ntags;
 	const char *build;        /* the build VM's name */
-	const char *model;        /* workload validation: see golden.c's workload_check */
+	const char *model;        /* for the plan: the model deploy.validate names, or NULL */
 	int keep, dry_run;
 	int port;                 /* the build VM's SSH port (Lume VMs: 22) */
 	/* The deploy of step 3: state, lume, ssh, timeout_s, wait_s (the wait for SSH), payload and
+	 * validate (validate.h: when set, the workload step runs validate_one on the build VM, and a
+	 * verdict other than "validated" pushes nothing),
 	 * info, and image (the base's reference for its verdict; with pull, REGISTRY/ORG/BASE:TAG
 	 * when not given). force is set by the build: full validation. */
 	deploy_opts deploy;

@@ -109,7 +109,10 @@ static const cli_command commands[] = {
 	    "  --build-vm NAME     the clone's name (default lume-metal-golden-PID)\n"
 	    "  --keep              keep the build VM (stopped) after the build\n"
 	    "  --dry-run           print every step's command and run none\n"
-	    "  --model PATH        workload validation: needs the validate module (not in this build: exit 2)\n"
+	    "  --model PATH        also validate the workload (as lume-metal validate: llama-perplexity stock\n"
+	    "                      and shimmed, KL divergence) on the build VM; a fail pushes nothing. Required\n"
+	    "                      when the workload has requireValidation. --text, --chunks,\n"
+	    "                      --llama-perplexity and --evidence DIR as for validate\n"
 	    "  --image REF         the base image's reference for the deploy's ledger record\n"
 	    "  --wait SECONDS      the wait for SSH (default 300)\n"
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},

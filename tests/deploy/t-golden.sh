@@ -51,8 +51,10 @@ check_has "... and the stamp's, one quoted exec" "\"\$HOME\"/'Library/Applicatio
 check "... and runs nothing: no clone appears" test ! -e "$HOME/.lume/b0" -a ! -e "$LUME_SIM_DIR/b0.json"
 check "... and the registry has no such tag" test "$(code_of org/shim 1)" = 404
 
+# The workload's own validation too (the simulated llama-perplexity, a model in the guest).
+head -c 20000 /dev/urandom >"$T/g/good/model.gguf"
 LUME_SIM_IP=127.0.0.151 golden src shim:1 --registry "$R" --organization org --additional-tags latest \
-	--build-vm b1 --json >"$T/g1" 2>"$T/g1.err"
+	--build-vm b1 --model "$T/g/good/model.gguf" --json >"$T/g1" 2>"$T/g1.err"
 rc=$?
 check "a golden build that passes exits 0" test "$rc" -eq 0
 check_grep "... published" '"state":"published"' "$T/g1"
@@ -69,6 +71,8 @@ check_grep "... with the image null in the key" '"image":[[:space:]]*null' "${do
 check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim:1\"" "${doc:-/dev/null}"
 check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
 check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
+check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
+check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
 img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
 check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
 check_has "... the base digest" "\"baseDigest\":\"$BASE\"" "$img"
@@ -120,10 +124,16 @@ rc=$?
 check "an unknown host key without --accept-new: refused by the gate, exit 3" test "$rc" -eq 3
 check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 5)" = 404 -a ! -e "$HOME/.lume/b8"
 check_grep "... naming the key once: \"REF refused: ...unknown host key\"" "org/shim:5 refused: [^ ]+: unknown host key SHA256:" "$T/g8"
-check_rc "--model (workload validation, no validate module here) is exit 2 before anything runs" 2 \
-	golden src shim:6 --registry "$R" --organization org --build-vm b9 --model /m.gguf
-check_has "... saying why" "needs the validate module" "$T/.out"
-check "... and no clone appears" test ! -e "$HOME/.lume/b9"
+mkdir -p "$T/g/good/bad-kld"
+printf '#!/bin/sh\nLUME_METAL_SIM_PPL=bad-kld exec "%s" "$@"\n' "$TOP/tests/guest-sim/bin/llama-perplexity" \
+	>"$T/g/good/bad-kld/llama-perplexity"
+chmod +x "$T/g/good/bad-kld/llama-perplexity"
+LUME_SIM_IP=127.0.0.151 golden src shim:6 --registry "$R" --organization org --build-vm b9 \
+	--model "$T/g/good/model.gguf" --llama-perplexity "$T/g/good/bad-kld/llama-perplexity" >"$T/g9" 2>&1
+rc=$?
+check "a workload validation that fails (mean KLD over its bound): exit 1" test "$rc" -eq 1
+check_grep "... said" 'org/shim:6 validation-failed: workload validation: validation-failed' "$T/g9"
+check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 6)" = 404 -a ! -e "$HOME/.lume/b9"
 check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org
 check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6
 # A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
