@@ -186,5 +186,6 @@ int cmd_host(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
 
 #endif

@@ -345,9 +345,10 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		return "not an object";
 	if (kind == NULL)
 		return "no \"kind\" string";
-	if (strcmp(kind, "deploy") == 0) {
+	if (strcmp(kind, "deploy") == 0 || strcmp(kind, "golden") == 0) {
 		if (verdict == NULL || (strcmp(verdict, "pass") != 0 && strcmp(verdict, "fail") != 0))
-			return "a deploy record's \"verdict\" is not \"pass\" or \"fail\"";
+			return *kind == 'd' ? "a deploy record's \"verdict\" is not \"pass\" or \"fail\""
+			                    : "a golden record's \"verdict\" is not \"pass\" or \"fail\"";
 	} else if (strcmp(kind, "rollback") == 0) {
 		if (str(rec, "result") == NULL)
 			return "a rollback record has no \"result\" string";
@@ -361,7 +362,7 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		if (!cJSON_IsObject(get(rec, "bench")))
 			return "a bench record has no \"bench\" object";
 	} else {
-		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, rollback, bench or validate)", printable(name, sizeof name, kind));
+		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, golden, rollback, bench or validate)", printable(name, sizeof name, kind));
 		return why;
 	}
 	if (vm == NULL || *vm == '\0')

@@ -68,7 +68,7 @@ int ledger_add_str(cJSON *o, const char *k, const char *v);
 int ledger_add_reason(cJSON *rec, const char *reason);
 
 /* Why rec is not a ledger record, or NULL when it is one. A record is an object with "kind"
- * "deploy" or "validate" (with "verdict" "pass" or "fail"), "rollback" (with "result", a string) or "bench"
+ * "deploy", "validate" or "golden" (with "verdict" "pass" or "fail"), "rollback" (with "result", a string) or "bench"
  * (with "verdict" "effective", "not-effective" or "unknown", and "bench" an object); a
  * non-empty "vm" string; "time" as 2026-01-31T23:59:59Z (a fraction of a second allowed);
  * when present, "address", "host", "controller", "payloadSha256", "profile", "workload",

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -255,4 +260,228 @@ lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err)
 	}
 	lm_buf_free(&cmd);
 	return rc;
+}
+
+/* The line a failed lume run is named by: the first "Error: ..." line of stderr, then of
+ * stdout, else the last non-empty line of stderr, then of stdout; cut to LUME_ERR_LINE. */
+static void
+error_line(char *out, size_t len, const lm_buf *e, const lm_buf *o)
+{
+	const lm_buf *bufs[] = {e, o};
+	const char *best = NULL;
+	size_t blen = 0;
+
+	for (int pass = 0; pass < 2 && best == NULL; pass++)
+		for (size_t i = 0; i < 2 && best == NULL; i++) {
+			const char *p = bufs[i]->data, *end = p ? p + bufs[i]->len : NULL;
+
+			while (p && p < end) {
+				const char *nl = memchr(p, '\n', (size_t)(end - p)), *q = nl ? nl : end;
+				size_t n = (size_t)(q - p);
+
+				while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' '))
+					n--;
+				if (pass == 0 && n >= 7 && strncmp(p, "Error: ", 7) == 0) {
+					best = p, blen = n;
+					break;
+				}
+				if (pass == 1 && n > 0)
+					best = p, blen = n;
+				p = nl ? nl + 1 : end;
+			}
+		}
+	if (best == NULL)
+		snprintf(out, len, "(no output)");
+	else
+		snprintf(out, len, "%.*s%s", (int)(blen > LUME_ERR_LINE ? LUME_ERR_LINE : blen), best,
+		    blen > LUME_ERR_LINE ? "..." : "");
+}
+
+/* Runs argv (a lume verb) to its end; a non-zero exit is an error naming the verb and Lume's
+ * line. Lume saying a VM or image is not found is LM_EINPUT. */
+static int
+run_verb(const char *const *argv, int64_t deadline_ms, char *err)
+{
+	lm_buf o = {0}, e = {0};
+	char line[LUME_ERR_LINE + 8];
+	int st = 0, rc;
+
+	if ((rc = run_lume(&o, &e, &st, argv, deadline_ms, err)) == LM_OK && st != 0) {
+		error_line(line, sizeof line, &e, &o);
+		rc = lm_err(err, strstr(line, "not found") ? LM_EINPUT : LM_EFAIL, "lume %s exited %d: %s", argv[1], st,
+		    line);
+	}
+	lm_buf_free(&o);
+	lm_buf_free(&e);
+	return rc;
+}
+
+int
+lume_clone(const char *lume, const char *src, const char *dst, int64_t deadline_ms, char *err)
+{
+	const char *argv[] = {lume, "clone", src, dst, NULL};
+
+	return run_verb(argv, deadline_ms, err);
+}
+
+int
+lume_stop(const char *lume, const char *vm, int64_t deadline_ms, char *err)
+{
+	const char *argv[] = {lume, "stop", vm, NULL};
+
+	return run_verb(argv, deadline_ms, err);
+}
+
+int
+lume_delete(const char *lume, const char *vm, int64_t deadline_ms, char *err)
+{
+	const char *argv[] = {lume, "delete", vm, "--force", NULL};
+
+	return run_verb(argv, deadline_ms, err);
+}
+
+/* Appends the options every registry verb takes. */
+static size_t
+registry_args(const char **argv, size_t n, const char *registry, const char *organization)
+{
+	if (registry) {
+		argv[n++] = "--registry";
+		argv[n++] = registry;
+	}
+	if (organization) {
+		argv[n++] = "--organization";
+		argv[n++] = organization;
+	}
+	return n;
+}
+
+int
+lume_push(const char *lume, const char *vm, const char *image_tag, const char *registry,
+    const char *organization, const char *const *tags, size_t ntags, int64_t deadline_ms, char *err)
+{
+	const char **argv;
+	size_t n = 0;
+	int rc;
+
+	if (ntags > 64)
+		return lm_err(err, LM_EINPUT, "lume push: at most 64 additional tags");
+	if ((argv = calloc(ntags + 12, sizeof *argv)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	argv[n++] = lume, argv[n++] = "push", argv[n++] = vm, argv[n++] = image_tag;
+	n = registry_args(argv, n, registry, organization);
+	if (ntags) {
+		argv[n++] = "--additional-tags";
+		for (size_t i = 0; i < ntags; i++)
+			argv[n++] = tags[i];
+	}
+	argv[n] = NULL;
+	rc = run_verb(argv, deadline_ms, err);
+	free(argv);
+	return rc;
+}
+
+int
+lume_pull(const char *lume, const char *image_tag, const char *name, const char *registry,
+    const char *organization, int64_t deadline_ms, char *err)
+{
+	const char *argv[10] = {lume, "pull", image_tag, name};
+
+	registry_args(argv, 4, registry, organization);
+	return run_verb(argv, deadline_ms, err);
+}
+
+int
+lume_run_detached(const char *lume, const char *vm, const char *log, int *pid, char *err)
+{
+	const char *argv[] = {lume, "run", vm, "--no-display", NULL};
+	int fd, null, st = 0;
+	int64_t until;
+	pid_t p;
+
+	if (pid)
+		*pid = 0;
+	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return lm_err(err, LM_EFAIL, "/dev/null: %s", strerror(errno));
+	fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600) : null;
+	if (fd < 0) {
+		int e = errno;
+
+		close(null);
+		return lm_err(err, LM_EFAIL, "lume run %s: its log %s: %s", vm, log, strerror(e));
+	}
+	if ((p = fork()) < 0) {
+		int e = errno;
+
+		if (fd != null)
+			close(fd);
+		close(null);
+		return lm_err(err, LM_EFAIL, "lume run %s: fork: %s", vm, strerror(e));
+	}
+	if (p == 0) {
+		/* The VM outlives this tool: its own session, no terminal, no signals of ours. */
+		setsid();
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execvp(argv[0], (char *const *)argv);
+		dprintf(2, "Error: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (fd != null)
+		close(fd);
+	close(null);
+	for (until = lm_now_ms() + LUME_RUN_SETTLE_MS; lm_now_ms() < until;) {
+		pid_t w = waitpid(p, &st, WNOHANG);
+
+		if (w == p) {
+			int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			char *text = NULL, line[LUME_ERR_LINE + 8] = "(no output)";
+			size_t len = 0;
+
+			if (code == 0)
+				return LM_OK;
+			if (log && lm_read_file(&text, &len, log, 1u << 20, NULL) == LM_OK) {
+				lm_buf b = {.data = text, .len = len}, none = {0};
+
+				error_line(line, sizeof line, &b, &none);
+			}
+			free(text);
+			if (code == 127)
+				return lm_err(err, LM_EINPUT, "lume run %s: %s (install Lume, or pass --lume PATH)", vm, line);
+			return lm_err(err, strstr(line, "not found") ? LM_EINPUT : LM_EFAIL, "lume run exited %d: %s", code,
+			    line);
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 25000000}, NULL);
+	}
+	if (pid)
+		*pid = (int)p;
+	return LM_OK;
+}
+
+int
+lume_argv_text(lm_buf *out, const char *const *argv)
+{
+	for (size_t i = 0; argv[i]; i++) {
+		const char *a = argv[i];
+		int plain = *a != '\0' && a[strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		    "_./:@%+=,-")] == '\0';
+
+		if (i && lm_buf_add(out, " ", 1) < 0)
+			return -1;
+		if (plain) {
+			if (lm_buf_add(out, a, strlen(a)) < 0)
+				return -1;
+			continue;
+		}
+		if (lm_buf_add(out, "'", 1) < 0)
+			return -1;
+		for (; *a; a++)
+			if ((*a == '\'' ? lm_buf_add(out, "'\\''", 4) : lm_buf_add(out, a, 1)) < 0)
+				return -1;
+		if (lm_buf_add(out, "'", 1) < 0)
+			return -1;
+	}
+	return 0;
 }

@@ -1,0 +1,154 @@
+#!/bin/sh
+# shellcheck disable=SC1091 # sourced libs
+# lume-metal golden: a build VM cloned by the simulated Lume, served by a REAL sshd guest (its
+# LUME_SIM_IP), deployed and validated, stamped, pushed to a REAL registry on loopback
+# (tests/registry.sh, basic auth) and recorded under the digest the registry answers.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+L=$TOP/tests/lume-sim/lume
+HOME=$T/home LUME_SIM_REGISTRY_HTTP=1 GITHUB_USERNAME=lume GITHUB_TOKEN=s3cret-test
+export HOME LUME_SIM_REGISTRY_HTTP GITHUB_USERNAME GITHUB_TOKEN
+unset XDG_CONFIG_HOME GHCR_USERNAME GHCR_TOKEN LUME_SIM_IP LUME_LOG_LEVEL
+mkdir -p "$HOME"
+R=127.0.0.153:$PORT DOWN=127.0.0.154:$PORT
+t_defer "sh '$TOP/tests/registry.sh' stop '$T/reg'"
+sh "$TOP/tests/registry.sh" start "$T/reg" 127.0.0.153 "$PORT" --htpasswd lume:s3cret-test || exit 1
+# sshd_at NAME ADDR [sshd.sh options]: the real guest a build VM's LUME_SIM_IP points at.
+sshd_at() {
+	g=$1 a=$2
+	shift 2
+	mkdir -p "$T/g/$g"
+	cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/$g/"
+	t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/$g'"
+	sh "$TOP/tests/sshd.sh" start "$T/g/$g" "$a" "$PORT" "$@"
+}
+sshd_at good 127.0.0.151 && sshd_at bad 127.0.0.152 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
+sha() { sha256sum "$1" | cut -c1-64; }
+# head_digest REPO TAG: what the registry answers for it (curl -I), empty when it has none.
+head_digest() {
+	curl -sI -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$R/v2/$1/manifests/$2" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
+}
+code_of() {
+	curl -s -o /dev/null -w '%{http_code}' -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$R/v2/$1/manifests/$2"
+}
+# golden ARGS...: lume-metal golden with the harness's connection flags and the payload.
+golden() { lm golden --payload "$T/a.tar.gz" --accept-new --wait 10 "$@"; }
+
+# The source: a stopped VM pulled from the registry, so it has a base digest.
+sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "$HOME/.lume" --disk-kib 64
+"$L" push src0 base:1 --registry "$R" --organization org >/dev/null 2>&1 &&
+	"$L" pull base:1 src --registry "$R" --organization org >/dev/null 2>&1 || exit 1
+BASE=$(head_digest org/base 1)
+SRC=$(sha "$HOME/.lume/src/disk.img")
+
+check_rc "--dry-run exits 0" 0 golden src shim:1 --registry "$R" --organization org --build-vm b0 --dry-run
+check_has "... printing the clone's command" "lume clone src b0" "$T/.out"
+check_has "... the push's, with its flags" "push b0 shim:1 --registry $R --organization org" "$T/.out"
+check_has "... and the stamp's, one quoted exec" "\"\$HOME\"/'Library/Application Support/lume-metal' < image.json" "$T/.out"
+check "... and runs nothing: no clone appears" test ! -e "$HOME/.lume/b0" -a ! -e "$LUME_SIM_DIR/b0.json"
+check "... and the registry has no such tag" test "$(code_of org/shim 1)" = 404
+
+# The workload's own validation too (the simulated llama-perplexity, a model in the guest).
+head -c 20000 /dev/urandom >"$T/g/good/model.gguf"
+LUME_SIM_IP=127.0.0.151 golden src shim:1 --registry "$R" --organization org --additional-tags latest \
+	--build-vm b1 --model "$T/g/good/model.gguf" --json >"$T/g1" 2>"$T/g1.err"
+rc=$?
+check "a golden build that passes exits 0" test "$rc" -eq 0
+check_grep "... published" '"state":"published"' "$T/g1"
+check_grep "... with progress per step and the elapsed time on stderr" 'golden \[ *[0-9.]+ s\] push +done' "$T/g1.err"
+D=$(head_digest org/shim 1)
+check "... pushed: the registry has shim:1 (curl -I)" sh -c "printf '%s' '$D' | grep -Eqx 'sha256:[0-9a-f]{64}'"
+check "... and the additional tag, the same manifest" test "$(head_digest org/shim latest)" = "$D"
+check_has "... the digest it reports is the registry's" "\"digest\":\"$D\"" "$T/g1"
+grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json >"$T/docs" 2>/dev/null
+check "... one ledger document has a golden record" test "$(wc -l <"$T/docs")" -eq 1
+doc=$(head -n 1 "$T/docs")
+check_grep "... keyed by the registry's digest" "\"imageDigest\":[[:space:]]*\"$D\"" "${doc:-/dev/null}"
+check_grep "... with the image null in the key" '"image":[[:space:]]*null' "${doc:-/dev/null}"
+check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim:1\"" "${doc:-/dev/null}"
+check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
+check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
+check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
+check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
+img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
+check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
+check_has "... the base digest" "\"baseDigest\":\"$BASE\"" "$img"
+check_has "... the payload" "\"payloadSha256\":\"$(cut -c1-64 "$T/a.tar.gz.sha256")\"" "$img"
+check_grep "... the verdict, the time and the version" '"verdict":"pass","time":"20[0-9-]+T[0-9:]+Z","lumeMetal":"[0-9.]+"' "$img"
+check "the source's disk.img is unchanged" test "$(sha "$HOME/.lume/src/disk.img")" = "$SRC"
+check "... and the source is still stopped" grep -q '"status" : "stopped"' "$LUME_SIM_DIR/src.json"
+check "without --keep the build VM is deleted" test ! -e "$HOME/.lume/b1" -a ! -e "$LUME_SIM_DIR/b1.json"
+
+LUME_SIM_IP=127.0.0.152 golden src shim:bad --registry "$R" --organization org --build-vm b2 --keep >"$T/g2" 2>&1
+rc=$?
+check "a failed validation exits 1" test "$rc" -eq 1
+check_has "... says so" "validation-failed" "$T/g2"
+check "... and pushes nothing: the registry has no such tag (404)" test "$(code_of org/shim bad)" = 404
+check "... --keep keeps the build VM" test -f "$HOME/.lume/b2/disk.img"
+check "... stopped" grep -q '"status" : "stopped"' "$LUME_SIM_DIR/b2.json"
+check_has "... and says where" "build VM kept: b2" "$T/g2"
+check_rc "the failure is in the ledger under the base image's key" 0 "$LM" ledger --state "$T/state" show
+check_grep "... as the deploy's fail verdict" 'deploy +fail +b2' "$T/.out"
+"$L" delete b2 --force >/dev/null 2>&1
+
+LUME_SIM_IP=127.0.0.151 golden src shim:2 --registry "$DOWN" --organization org --build-vm b3 >"$T/g3" 2>&1
+rc=$?
+check "a registry that is down: exit 1" test "$rc" -eq 1
+check_has "... naming the registry and saying nothing was pushed" "push of shim:2 to registry $DOWN failed" "$T/g3"
+check_has "... with Lume's error" "Could not connect to the server" "$T/g3"
+check "... the build VM is deleted" test ! -e "$HOME/.lume/b3"
+
+LUME_SIM_IP=127.0.0.151 GITHUB_TOKEN=wrong golden src shim:3 --registry "$R" --organization org --build-vm b4 >"$T/g4" 2>&1
+rc=$?
+check "credentials the registry refuses: exit 1" test "$rc" -eq 1
+check_has "... naming the registry, not pushed" "push of shim:3 to registry $R failed" "$T/g4"
+check_grep "... and nothing recorded" 'not pushed, nothing recorded' "$T/g4"
+check "... the registry has no shim:3" test "$(code_of org/shim 3)" = 404
+
+LUME_SIM_IP=127.0.0.152 golden --pull base:1 --pull-registry "$R" --pull-organization org shim:p \
+	--registry "$R" --organization org --build-vm b7 --json >"$T/g6" 2>&1
+rc=$?
+check "--pull BASE:TAG pulls the source first (Lume's name base_1)" test -f "$HOME/.lume/base_1/disk.img"
+check "... with the base's digest" test "$(cat "$HOME/.lume/base_1/.manifest-digest")" = "$BASE"
+check_has "... which the build reports" "\"baseDigest\":\"$BASE\"" "$T/g6"
+check "... its validation fails here (the bad guest): exit 1, nothing pushed" test "$rc" -eq 1 -a "$(code_of org/shim p)" = 404
+check_rc "... and the verdict is recorded under the base's reference" 0 "$LM" ledger --state "$T/state" show --image "$R/org/base:1"
+check_grep "... as a fail" 'deploy +fail +b7' "$T/.out"
+
+LUME_SIM_IP=127.0.0.151 lm golden --payload "$T/a.tar.gz" --wait 10 --known-hosts "$T/empty_known_hosts" src shim:5 \
+	--registry "$R" --organization org --build-vm b8 >"$T/g8" 2>&1
+rc=$?
+check "an unknown host key without --accept-new: refused by the gate, exit 3" test "$rc" -eq 3
+check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 5)" = 404 -a ! -e "$HOME/.lume/b8"
+check_grep "... naming the key once: \"REF refused: ...unknown host key\"" "org/shim:5 refused: [^ ]+: unknown host key SHA256:" "$T/g8"
+mkdir -p "$T/g/good/bad-kld"
+printf '#!/bin/sh\nLUME_METAL_SIM_PPL=bad-kld exec "%s" "$@"\n' "$TOP/tests/guest-sim/bin/llama-perplexity" \
+	>"$T/g/good/bad-kld/llama-perplexity"
+chmod +x "$T/g/good/bad-kld/llama-perplexity"
+LUME_SIM_IP=127.0.0.151 golden src shim:6 --registry "$R" --organization org --build-vm b9 \
+	--model "$T/g/good/model.gguf" --llama-perplexity "$T/g/good/bad-kld/llama-perplexity" >"$T/g9" 2>&1
+rc=$?
+check "a workload validation that fails (mean KLD over its bound): exit 1" test "$rc" -eq 1
+check_grep "... said" 'org/shim:6 validation-failed: workload validation: validation-failed' "$T/g9"
+check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 6)" = 404 -a ! -e "$HOME/.lume/b9"
+check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org
+check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6
+# A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
+cat >"$T/lume-gone" <<EOF
+#!/bin/sh
+"$L" "\$@" || exit \$?
+[ "\$1" != push ] || sh "$TOP/tests/registry.sh" stop "$T/reg"
+EOF
+chmod +x "$T/lume-gone"
+LUME_SIM_IP=127.0.0.151 "$LM" golden --lume "$T/lume-gone" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
+	--known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" --wait 10 src shim:4 \
+	--registry "$R" --organization org --build-vm b5 >"$T/g5" 2>&1
+rc=$?
+check "the registry gone after the push: exit 1" test "$rc" -eq 1
+check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"
+check_has "... nothing recorded" "; nothing recorded" "$T/g5"
+check "... and the ledger still has one golden record" test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json | wc -l)" -eq 1
+t_done
