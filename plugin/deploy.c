@@ -331,7 +331,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
 	if (vm_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy", msg) != LM_OK) {
+	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
 		set_state(r, "failed", msg);
 		goto done;
 	}
@@ -496,7 +496,7 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		return LM_OK;
 	if (run_root_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
-	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy", msg) != LM_OK)
+	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK)
 		cJSON_AddStringToObject(r, "ledgerError", msg);
 	else {
 		const cJSON *v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;

@@ -684,6 +684,18 @@ ledger_append(const char *state, const cJSON *key, const cJSON *record, char *er
 	return rc;
 }
 
+/* True when k is one of the '|'-separated kinds. */
+static int
+kind_in(const char *k, const char *kinds)
+{
+	size_t n = strlen(k);
+
+	for (const char *p = kinds; *p; p += strcspn(p, "|"), p += *p == '|')
+		if (strncmp(p, k, n) == 0 && (p[n] == '|' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
 const cJSON *
 ledger_last(const cJSON *doc, const char *kind)
 {
@@ -692,7 +704,7 @@ ledger_last(const cJSON *doc, const char *kind)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind");
 
-		if (cJSON_IsString(k) && strcmp(k->valuestring, kind) == 0)
+		if (cJSON_IsString(k) && kind_in(k->valuestring, kind))
 			last = r;
 	}
 	return last;

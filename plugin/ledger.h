@@ -101,7 +101,8 @@ int ledger_load(cJSON **out, const char *state, const cJSON *key, char *err);
 int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key, const char *kind,
     char *err);
 
-/* The last record of doc whose "kind" is kind, or NULL. Borrowed from doc. */
+/* The last record of doc whose "kind" is kind, or one of kinds separated by '|'
+ * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 
 /* Calls fn for every document, sorted by path; stops at the first non-zero return and

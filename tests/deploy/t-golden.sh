@@ -82,6 +82,17 @@ check "the source's disk.img is unchanged" test "$(sha "$HOME/.lume/src/disk.img
 check "... and the source is still stopped" grep -q '"status" : "stopped"' "$LUME_SIM_DIR/src.json"
 check "without --keep the build VM is deleted" test ! -e "$HOME/.lume/b1" -a ! -e "$LUME_SIM_DIR/b1.json"
 
+# A VM pulled from the published tag is known by its digest: its deploys and status find the
+# golden record (the key of the Mac's .manifest-digest, not "unknown" or the stamped label).
+"$L" pull shim:1 copy --registry "$R" --organization org >/dev/null 2>&1
+LUME_SIM_IP=127.0.0.151 "$L" run copy --no-display >/dev/null 2>&1
+check "a VM pulled from shim:1 has the published digest" test "$(cat "$HOME/.lume/copy/.manifest-digest")" = "$D"
+lm deploy copy --payload "$T/a.tar.gz" --json >"$T/d7" 2>&1
+check_grep "... its deploy is keyed by that digest" "\"key\":\\{\"imageDigest\":\"$D\",\"image\":null" "$T/d7"
+lm status copy --json >"$T/s7" 2>&1
+check "... and status finds the golden verdict (not unrecorded)" test "$(grep -o '"verdict":"[a-z]*"' "$T/s7" | tail -n 1)" = '"verdict":"pass"'
+"$L" stop copy >/dev/null 2>&1
+
 LUME_SIM_IP=127.0.0.152 golden src shim:bad --registry "$R" --organization org --build-vm b2 --keep >"$T/g2" 2>&1
 rc=$?
 check "a failed validation exits 1" test "$rc" -eq 1

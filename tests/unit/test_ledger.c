@@ -484,6 +484,21 @@ test_identity_key(void)
 	cJSON_Delete(old), cJSON_Delete(b), cJSON_Delete(a);
 }
 
+/* ledger_last takes one kind or several separated by '|': deploy's gate reads "deploy|golden". */
+static void
+test_last_kinds(void)
+{
+	cJSON *doc = cJSON_Parse("{\"records\":[{\"kind\":\"deploy\",\"n\":1},{\"kind\":\"golden\",\"n\":2},"
+	    "{\"kind\":\"bench\",\"n\":3},{\"kind\":\"deployx\",\"n\":4},{\"kind\":\"gold\",\"n\":5}]}");
+	const cJSON *a = ledger_last(doc, "deploy|golden"), *b = ledger_last(doc, "deploy"), *c = ledger_last(doc, "golden|x");
+
+	UNIT_OK(a && cJSON_GetObjectItem(a, "n")->valueint == 2, "deploy|golden: the later of the two kinds");
+	UNIT_OK(b && cJSON_GetObjectItem(b, "n")->valueint == 1, "deploy alone: not deployx");
+	UNIT_OK(c && cJSON_GetObjectItem(c, "n")->valueint == 2 && ledger_last(doc, "dep|old") == NULL,
+	    "whole kinds only: not gold, not a prefix");
+	cJSON_Delete(doc);
+}
+
 static void
 test_who(void)
 {
@@ -627,6 +642,7 @@ main(void)
 	test_who();
 	test_hook_points();
 	test_identity_key();
+	test_last_kinds();
 	snprintf(path, sizeof path, "%s/last", dir);
 	if (mkdir(path, 0700) == 0)
 		test_load_last(path, k);
