@@ -12,6 +12,8 @@ _lume_metal_flags() {
 	probe) echo "$conn $payload" ;;
 	deploy) echo "$conn $payload --image --force --dry-run --validate-workload $validation --canary --batch
 		--max-fail --rollback-on-fail" ;;
+	golden) echo "$conn $payload $validation --evidence --image --pull --pull-registry --pull-organization
+		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
 	status) echo "$conn --image" ;;
 	rollback) echo "$conn $payload --to --image --no-probe" ;;
 	ledger) echo "--image --json --csv --state" ;;
@@ -26,7 +28,7 @@ _lume_metal_flags() {
 
 _lume_metal() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="build verify probe deploy status rollback ledger inventory host bench validate report help"
+	local cmds="build verify probe deploy golden status rollback ledger inventory host bench validate report help"
 	local cmd="" i
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
@@ -52,7 +54,9 @@ _lume_metal() {
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
 	--state | --evidence) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
 	-u | --user | --host | --port | --wait | --timeout | --parallel | --image | --workload | \
-		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples | --chunks)
+		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples | --chunks | \
+		--pull | --pull-registry | --pull-organization | --registry | --organization | --additional-tags | \
+		--build-vm)
 		return ;;
 	esac
 	if [[ $cmd == help ]]; then

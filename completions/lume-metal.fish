@@ -1,7 +1,7 @@
 # fish completion for lume-metal (installed as share/fish/vendor_completions.d/lume-metal.fish).
 # The flag lists follow `lume-metal help CMD` (tests/install/t-completion.sh checks them).
 
-set -l cmds build verify probe deploy status rollback ledger inventory host bench validate report help
+set -l cmds build verify probe deploy golden status rollback ledger inventory host bench validate report help
 complete -c lume-metal -f
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l version -d 'version, commit, data folder'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l help -d 'the commands'
@@ -9,6 +9,7 @@ complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a build -d 'w
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a verify -d 'check a payload'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a probe -d 'run the probe stock and shimmed'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a deploy -d 'push, verify, install, validate, activate, record'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a golden -d 'clone, validate, stamp, push and record a golden image'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a status -d 'what is installed, drift, verdict'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a rollback -d 'previous release or stock'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a ledger -d 'show, export or merge the ledger'
@@ -21,7 +22,7 @@ complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a help -d 'on
 complete -c lume-metal -n "__fish_seen_subcommand_from help" -a "$cmds"
 
 # Connection flags: every command that reaches a VM or a Mac host.
-set -l conn probe deploy status rollback host bench validate
+set -l conn probe deploy golden status rollback host bench validate
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -s u -l user -x -d 'guest user'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -s i -l identity -r -F -d 'private key file'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l password-file -r -F -d 'password file'
@@ -40,28 +41,36 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report" -l s
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report" -l json -d 'JSON output'
 
 # Payload flags.
-complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy rollback validate" -l payload -r -F -d 'a built payload'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback validate" -l target -x -a 'macos linux-sim' -d 'target'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback validate" -l profile -x -d 'capability profile'
-complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy rollback bench validate report" -l workload -x -d 'workload'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy golden rollback validate" -l payload -r -F -d 'a built payload'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy golden rollback validate" -l target -x -a 'macos linux-sim' -d 'target'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy golden rollback validate" -l profile -x -d 'capability profile'
+complete -c lume-metal -n "__fish_seen_subcommand_from build probe deploy golden rollback bench validate report" -l workload -x -d 'workload'
 
-# Validation flags: validate, and deploy --validate-workload.
-complete -c lume-metal -n "__fish_seen_subcommand_from bench deploy validate" -l model -r -F -d 'the model in the guest'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l text -r -F -d 'the text both arms read'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l chunks -x -d 'chunks of 512 tokens'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy validate" -l llama-perplexity -x -d 'llama-perplexity in the guest'
+# Validation flags: validate, deploy --validate-workload, and golden --model.
+complete -c lume-metal -n "__fish_seen_subcommand_from bench deploy golden validate" -l model -r -F -d 'the model in the guest'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy golden validate" -l text -r -F -d 'the text both arms read'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy golden validate" -l chunks -x -d 'chunks of 512 tokens'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy golden validate" -l llama-perplexity -x -d 'llama-perplexity in the guest'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l validate-workload -d 'validate an unvalidated image version first'
 
 complete -c lume-metal -n "__fish_seen_subcommand_from build" -s o -l output -r -F -d 'output file'
 complete -c lume-metal -n "__fish_seen_subcommand_from verify" -l sha256-file -r -F -d 'checksum file'
 complete -c lume-metal -n "__fish_seen_subcommand_from verify" -F
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy status rollback ledger bench validate report" -l image -x -d 'image reference'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy golden status rollback ledger bench validate report" -l image -x -d 'image reference'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l force -d 'validate and reinstall anyway'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l dry-run -d 'print the plan, change nothing'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy golden" -l dry-run -d 'print the plan, change nothing'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d 'the first K VMs first'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l batch -x -d 'wave size (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l max-fail -x -d 'failure budget (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l rollback-on-fail -d 'roll back when the run stops'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull -x -d 'pull IMAGE:TAG as the source first'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull-registry -x -d 'where --pull finds its image'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull-organization -x -d 'where --pull finds its image'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l registry -x -d 'the registry to push to'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l organization -x -d 'the organization to push to'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l additional-tags -x -d 'another tag (repeatable)'
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l build-vm -x -d "the clone's name"
+complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l keep -d 'keep the build VM, stopped'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l to -x -a 'previous none' -d 'where to'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l no-probe -d 'skip the stock probe'
 complete -c lume-metal -n "__fish_seen_subcommand_from ledger" -l csv -d 'CSV'
@@ -78,7 +87,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-llama-benc
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l host-model -r -F -d 'the model here'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l allow-different-model -d 'allow a different model'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench report" -l min-samples -x -d 'samples each test needs'
-complete -c lume-metal -n "__fish_seen_subcommand_from bench validate" -l evidence -r -a '(__fish_complete_directories)' -d 'evidence directory'
+complete -c lume-metal -n "__fish_seen_subcommand_from bench golden validate" -l evidence -r -a '(__fish_complete_directories)' -d 'evidence directory'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l csv -d 'CSV'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l markdown -d 'Markdown table'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l ledger -d 'from the ledger'

@@ -21,6 +21,13 @@ bcomp deploy --rollback >"$T/got"
 check "bash: 'deploy --rollback' completes to --rollback-on-fail" sh -c 'test "$(cat "$1")" = --rollback-on-fail' - "$T/got"
 bcomp deploy --target "" >"$T/got"
 check "bash: deploy --target offers macos and linux-sim" sh -c 'test "$(tr "\n" " " <"$1")" = "linux-sim macos "' - "$T/got"
+flagged=""
+for f in --pull --pull-registry --pull-organization --registry --organization --additional-tags --build-vm; do
+	bcomp golden "$f" - >"$T/got"
+	grep -q . "$T/got" && flagged="$flagged $f"
+	grep -Eq -- "'[*]?$f\\[[^]]*\\]:" "$C/_lume-metal" || flagged="$flagged zsh:$f"
+done
+check "bash, zsh: golden's --pull IMAGE:TAG and its other flags with a value take one (no flags offered after them)" test -z "$flagged"
 bcomp ledger "" >"$T/got"
 check "bash: ledger offers show, export, merge" sh -c 'test "$(tr "\n" " " <"$1")" = "export merge show "' - "$T/got"
 while read -r c; do
