@@ -63,13 +63,14 @@ complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l batch -x -d 'wave size (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l max-fail -x -d 'failure budget (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l rollback-on-fail -d 'roll back when the run stops'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull -x -d 'pull IMAGE:TAG as the source first'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull-registry -x -d 'where --pull finds its image'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l pull-organization -x -d 'where --pull finds its image'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l registry -x -d 'the registry to push to'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l organization -x -d 'the organization to push to'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l additional-tags -x -d 'another tag (repeatable)'
-complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l build-vm -x -d "the clone's name"
+# golden's flags that take a value (NAME=description).
+for fd in 'pull=pull IMAGE:TAG as the source first' 'pull-registry=where --pull finds its image' \
+        'pull-organization=where --pull finds its image' 'registry=the registry to push to' \
+        'organization=the organization to push to' 'additional-tags=another tag (repeatable)' \
+        "build-vm=the clone's name"
+    set -l f (string split -m1 = -- $fd)
+    complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l $f[1] -x -d $f[2]
+end
 complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l keep -d 'keep the build VM, stopped'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l to -x -a 'previous none' -d 'where to'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l no-probe -d 'skip the stock probe'
