@@ -1,0 +1,168 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# run-with-shim checks the program it injects the Mach-O shim into and refuses, with the reason
+# and before exec, an arm64e or x86_64 one (dyld would abort it: the shim is arm64 only) and a
+# hardened-runtime one without allow-dyld-environment-variables (dyld would drop the shim
+# silently). The programs are Mach-O headers and signatures made here (and the zig-built probe
+# from build/macos/ when present); they cannot run on Linux, so an exec shows as "Exec format
+# error" from the shell and a refusal as exit 2 with one JSON object and no exec.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/guest/guest-lib.sh"
+
+# le32 N / be32 N: N as four bytes, little or big endian.
+b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
+le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
+be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
+ARM64=16777228 X86_64=16777223
+# macho OUT CPUTYPE SUBTYPE FILETYPE [CDFLAGS [ENTITLEMENTS-XML]]: a 64-bit Mach-O header; with
+# CDFLAGS an LC_CODE_SIGNATURE and an embedded signature whose CodeDirectory (v=20400, no code
+# pages) has those flags, and with ENTITLEMENTS-XML an entitlements blob (slot 5) too.
+macho() {
+	{
+		le32 4277009103 && le32 "$2" && le32 "$3" && le32 "$4"
+		if [ $# -ge 5 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
+		le32 0 && le32 0
+		if [ $# -ge 5 ]; then
+			cd=96 ent=${6:-} n=1
+			[ -z "$ent" ] || n=2
+			sl=$((12 + 8 * n + cd))
+			[ -z "$ent" ] || sl=$((sl + 8 + ${#ent}))
+			le32 29 && le32 16 && le32 48 && le32 "$sl"
+			be32 4208856256 && be32 "$sl" && be32 "$n"
+			be32 0 && be32 $((12 + 8 * n))
+			[ -z "$ent" ] || { be32 5 && be32 $((12 + 8 * n + cd)); }
+			be32 4208856066 && be32 "$cd" && be32 132096 && be32 "$5" && be32 "$cd" && be32 88
+			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
+			i=0
+			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
+			printf 'target\000\000'
+			[ -z "$ent" ] || { be32 4208882033 && be32 $((8 + ${#ent})) && printf '%s' "$ent"; }
+		fi
+	} >"$1"
+	chmod +x "$1"
+}
+plist() {
+	printf '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0">\n<dict>\n%s</dict>\n</plist>\n' "$1"
+}
+ALLOW_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
+	<true/>
+')
+JIT_ONLY=$(plist '	<key>com.apple.security.cs.allow-jit</key>
+	<true/>
+')
+DENY_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
+	<false/>
+')
+P=$T/progs
+mkdir -p "$P"
+macho "$P/arm64" $ARM64 0 2 131074
+macho "$P/arm64e" $ARM64 2147483650 2 131074
+macho "$P/x86_64" $X86_64 3 2 131074
+macho "$P/hardened" $ARM64 0 2 65538
+macho "$P/hardened-allowed" $ARM64 0 2 65538 "$ALLOW_DYLD"
+macho "$P/hardened-jit" $ARM64 0 2 65538 "$JIT_ONLY"
+macho "$P/hardened-false" $ARM64 0 2 65538 "$DENY_DYLD"
+macho "$P/unsigned" $ARM64 0 2
+macho "$T/shim.dylib" $ARM64 0 6 131074
+# A universal x86_64 + arm64 program (unsigned slices): the arm64 slice runs.
+{
+	be32 3405691582 && be32 2
+	be32 $X86_64 && be32 3 && be32 48 && be32 32 && be32 0
+	be32 $ARM64 && be32 0 && be32 80 && be32 32 && be32 0
+	cat "$P/unsigned" "$P/unsigned"
+} >"$P/universal"
+macho "$T/x86" $X86_64 3 2
+{
+	be32 3405691582 && be32 2
+	be32 $X86_64 && be32 3 && be32 48 && be32 32 && be32 0
+	be32 $ARM64 && be32 2 && be32 80 && be32 32 && be32 0
+	cat "$T/x86" "$P/arm64e"
+} >"$P/universal-arm64e"
+chmod +x "$P/universal" "$P/universal-arm64e"
+printf '#!/bin/sh\ntouch "%s/ran"\n' "$T" >"$P/script"
+chmod +x "$P/script"
+
+# The simulated codesign shows what the headers say (the check reads nothing else).
+codesign -d --verbose "$P/hardened" 2>"$T/e"
+check_grep "the hardened program's CodeDirectory has flags=0x10002(adhoc,runtime)" '^CodeDirectory v=20400 size=96 flags=0x10002\(adhoc,runtime\) hashes=0\+0 location=embedded$' "$T/e"
+codesign -d --entitlements - --xml "$P/hardened-allowed" >"$T/o" 2>"$T/e"
+is_eq "codesign -d --entitlements - --xml: exit 0" $? 0
+is_eq "... the entitlements XML on stdout" "$(cat "$T/o")" "$ALLOW_DYLD"
+is_eq "... Executable= on stderr" "$(cat "$T/e")" "Executable=$P/hardened-allowed"
+codesign -d --entitlements - --xml "$P/hardened" >"$T/o" 2>/dev/null
+is_eq "... nothing on stdout without an entitlements blob" "$?:$(cat "$T/o")" 0:
+check_rc "--entitlements without --xml is not simulated" 2 codesign -d --entitlements - "$P/hardened"
+is_eq "lipo agrees on the arm64e header" "$(lipo -archs "$P/arm64e")" "arm64e "
+
+# A macOS release: run-with-shim, a shim.env for DYLD_INSERT_LIBRARIES, an arm64 shim.
+R=$T/rel
+mkdir -p "$R/bin" "$R/lib"
+cp "$TOP/guest-payload/run-with-shim" "$R/bin/"
+cp "$T/shim.dylib" "$R/lib/liblumemetal.dylib"
+printf 'LUME_METAL_PRELOAD_VAR=DYLD_INSERT_LIBRARIES\nLUME_METAL_PRELOAD_LIB=lib/liblumemetal.dylib\nLUME_METAL_APPLE_FAMILY_MAX=1009\n' >"$R/shim.env"
+
+# refused NAME PROG REASON-ERE: exit 2, one JSON object whose reason matches, no exec.
+refused() {
+	run "$T/o.json" "$R/bin/run-with-shim" "$2" arg
+	rc_is "$1: exits 2" 2
+	is_json "$1: one JSON object" "$T/o.json"
+	jis "$1: failed" "$T/o.json" .result failed
+	jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+	check_grep "$1: the reason" "$3" "$T/reason"
+	if grep -q 'Exec format error' "$T/o.json.err"; then not_ok "$1: nothing exec'd"; else ok "$1: nothing exec'd"; fi
+}
+# allowed NAME PROG: run-with-shim gets to exec PROG (which Linux cannot run).
+allowed() {
+	run "$T/o.json" "$R/bin/run-with-shim" "$2" arg
+	if [ "$RC" -eq 126 ] && grep -q 'Exec format error' "$T/o.json.err" && [ ! -s "$T/o.json" ]; then
+		ok "$1: exec'd"
+	else
+		not_ok "$1: exec'd (exit $RC)"
+		sed 's/^/#   /' "$T/o.json" "$T/o.json.err"
+	fi
+}
+refused "an arm64e program" "$P/arm64e" "^$P/arm64e is arm64e; the shim is arm64 only: dyld would abort it\$"
+refused "an x86_64 program" "$P/x86_64" "^$P/x86_64 is x86_64; the shim is arm64 only: dyld would abort it\$"
+refused "a universal x86_64 + arm64e program" "$P/universal-arm64e" " is arm64e; the shim is arm64 only"
+HR="has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: dyld would drop the shim and it would run stock\$"
+refused "a hardened-runtime program without entitlements" "$P/hardened" "^$P/hardened $HR"
+refused "a hardened-runtime program with other entitlements" "$P/hardened-jit" "^$P/hardened-jit $HR"
+refused "a hardened-runtime program with the entitlement false" "$P/hardened-false" "^$P/hardened-false $HR"
+refused "a script" "$P/script" "^$P/script is not a Mach-O program"
+check "a script: it did not run" test ! -e "$T/ran"
+allowed "an arm64 program" "$P/arm64"
+allowed "a hardened-runtime program with allow-dyld-environment-variables" "$P/hardened-allowed"
+allowed "a universal x86_64 + arm64 program" "$P/universal"
+allowed "an unsigned arm64 program (the kernel's business)" "$P/unsigned"
+PATH="$P:$PATH" run "$T/o.json" "$R/bin/run-with-shim" arm64e
+rc_is "a bare name is checked as the program PATH finds" 2
+PATH="$P:$PATH" run "$T/o.json" "$R/bin/run-with-shim" no-such-program
+is_eq "a program exec cannot find: exec's own error" "$RC" 127
+
+# --check: the verdict alone, nothing run.
+run "$T/o.json" "$R/bin/run-with-shim" --check "$P/arm64"
+is_eq "--check of an arm64 program: exit 0, {\"result\":\"ok\"}" "$RC:$(cat "$T/o.json")" '0:{"result":"ok"}'
+run "$T/o.json" "$R/bin/run-with-shim" --check "$P/script"
+rc_is "--check of a script: exits 2" 2
+check "--check: the script did not run" test ! -e "$T/ran"
+run "$T/o.json" "$R/bin/run-with-shim" --check
+rc_is "--check without a command: exits 2" 2
+
+# The zig-built arm64 probe and shim (make shim).
+DY=$TOP/build/macos/liblumemetal.dylib PR=$TOP/build/macos/lume-metal-probe
+if [ -f "$DY" ] && [ -f "$PR" ]; then
+	cp "$DY" "$R/lib/liblumemetal.dylib"
+	allowed "the zig-built probe beside the zig-built shim" "$PR"
+	cp "$PR" "$P/probe-arm64e"
+	printf '\002' | dd of="$P/probe-arm64e" bs=1 seek=8 conv=notrunc 2>/dev/null
+	refused "the zig-built probe patched to arm64e" "$P/probe-arm64e" " is arm64e; the shim is arm64 only: dyld would abort it\$"
+else
+	ok "zig-built probe and shim # SKIP no build/macos (make shim)"
+fi
+
+# linux-sim: an ELF shim means ld.so and ELF programs, not dyld: nothing is checked, even under
+# DYLD_INSERT_LIBRARIES (as tests/guest/t-run-with-shim.sh does).
+cp "$TOP/build/linux/liblumemetal.so" "$R/lib/liblumemetal.dylib" 2>/dev/null || printf '\177ELF\002\001\001\000' >"$R/lib/liblumemetal.dylib"
+run "$T/o.json" "$R/bin/run-with-shim" sh -c 'echo ran'
+is_eq "an ELF shim: the ELF program runs" "$RC:$(cat "$T/o.json")" 0:ran
+t_done
