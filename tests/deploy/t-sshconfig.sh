@@ -20,7 +20,20 @@ Host tahoe-cfg
 Host jumpy
   HostName 127.0.0.71
   ProxyJump $ME@127.0.0.72
+Host mac-alias
+  HostName 127.0.0.73
+  User $ME
+  Port $PORT
+  IdentityFile $T/id_ed25519
 EOF
+# A Mac host at 127.0.0.73 whose lume lists the guest above as tahoe-x.
+mkdir -p "$T/g/mac" "$T/lume-mac"
+cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/mac/"
+t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/mac'"
+sh "$TOP/tests/sshd.sh" start "$T/g/mac" 127.0.0.73 "$PORT" --path "$TOP/tests/lume-sim" \
+	--env "LUME_SIM_DIR=$T/lume-mac" || exit 1
+sh "$TOP/tests/lume-sim/vm.sh" "$T/lume-mac" tahoe-x running 127.0.0.71 true
+printf 'mac-alias\n' >"$T/hosts"
 mkdir -p "$T/home" "$T/bare"
 ssh-keygen -q -t ed25519 -N '' -f "$T/other"
 ssh-keygen -q -t ed25519 -N 'a passphrase' -f "$T/locked"
@@ -51,6 +64,10 @@ st key --host tahoe-cfg -i "$T/other"
 check_has "-i wins over IdentityFile (an unaccepted key: auth-failed)" '"state":"auth-failed"' "$T/key"
 st kh --host tahoe-cfg --known-hosts "$T/kh-flag"
 check "--known-hosts wins over UserKnownHostsFile" grep -q 127.0.0.71 "$T/kh-flag"
+
+st hosts.out --hosts "$T/hosts" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --accept-new --known-hosts "$T/kh-hosts"
+check_grep "--hosts: a Mac host named by its alias (HostName, Port) is reached, and its guest through it" \
+	'"vm":"mac-alias/tahoe-x".*"state":"(drift|ok)"' "$T/hosts.out"
 
 st jump --host jumpy
 check_has "a ProxyJump is refused, said so" 'ProxyJump is not supported yet: use --hosts' "$T/jump"
