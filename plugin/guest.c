@@ -137,8 +137,10 @@ guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err)
 	if (!t->want_cfg)
 		return LM_OK;
 	if ((rc = sshcfg_resolve(&c, t->host, deadline_ms, &missing, msg)) != LM_OK) {
-		t->want_cfg = !missing; /* no ssh here: the spec is the address, as before */
-		return missing ? LM_OK : lm_err(err, rc, "host %s: %s", t->name, msg);
+		if (missing == 2)
+			ssh_nofds_note(); /* the controller's descriptors: failed, not unreachable */
+		t->want_cfg = missing != 1; /* no ssh here: the spec is the address, as before */
+		return missing == 1 ? LM_OK : lm_err(err, rc, "host %s: %s", t->name, msg);
 	}
 	if (c->proxyjump != NULL) {
 		rc = lm_err(err, LM_EREFUSED, "host %s: ProxyJump is not supported yet: use --hosts (the OpenSSH "
@@ -218,7 +220,12 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 		int rc = guest_target_resolve(t, base->deadline_ms, err);
 
 		if (rc != LM_OK) {
-			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : 0; /* state refused, else unreachable */
+			int nofds = ssh_nofds_take();
+
+			if (nofds)
+				ssh_nofds_note(); /* still set for the fleet, which counts such a VM apart */
+			/* state refused, failed for want of descriptors, else unreachable */
+			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : nofds ? SSH_NOFDS : 0;
 			return rc;
 		}
 	}

@@ -1,6 +1,8 @@
 /* sshcfg: see sshcfg.h. */
 #include "sshcfg.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +205,71 @@ done:
 	return LM_OK;
 }
 
+static sshcfg *
+dup_cfg(const sshcfg *c)
+{
+	sshcfg *d = calloc(1, sizeof *d);
+	int bad;
+
+	if (d == NULL)
+		return NULL;
+	*d = (sshcfg){.port = c->port, .user_login = c->user_login, .accept_new = c->accept_new};
+	d->hostname = strdup(c->hostname);
+	d->user = strdup(c->user);
+	d->known_hosts = c->known_hosts ? strdup(c->known_hosts) : NULL;
+	d->proxyjump = c->proxyjump ? strdup(c->proxyjump) : NULL;
+	bad = !d->hostname || !d->user || (c->known_hosts && !d->known_hosts) || (c->proxyjump && !d->proxyjump);
+	for (; !bad && d->nids < c->nids; d->nids++)
+		bad = (d->ids[d->nids] = strdup(c->ids[d->nids])) == NULL;
+	if (bad) {
+		sshcfg_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* What ssh -G said, per alias, for this process: its answer depends on the alias alone (no user
+ * or port is passed), and a fleet names one address many times (one Mac, many ports). */
+typedef struct cached {
+	char *alias;
+	sshcfg *cfg;
+	struct cached *next;
+} cached;
+static cached *cache;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static sshcfg *
+cache_get(const char *alias)
+{
+	sshcfg *c = NULL;
+
+	pthread_mutex_lock(&cache_mu);
+	for (const cached *e = cache; e != NULL; e = e->next)
+		if (strcmp(e->alias, alias) == 0) {
+			c = dup_cfg(e->cfg);
+			break;
+		}
+	pthread_mutex_unlock(&cache_mu);
+	return c;
+}
+
+static void
+cache_put(const char *alias, const sshcfg *c)
+{
+	cached *e = calloc(1, sizeof *e);
+
+	if (e == NULL || (e->alias = strdup(alias)) == NULL || (e->cfg = dup_cfg(c)) == NULL) {
+		if (e != NULL)
+			free(e->alias);
+		free(e);
+		return; /* not kept: asked again next time */
+	}
+	pthread_mutex_lock(&cache_mu);
+	e->next = cache;
+	cache = e;
+	pthread_mutex_unlock(&cache_mu);
+}
+
 /* The alias on ssh's command line: an argument, never an option. */
 static int
 alias_ok(const char *a)
@@ -231,6 +298,8 @@ sshcfg_resolve(sshcfg **out, const char *alias, int64_t deadline_ms, int *ssh_mi
 		*ssh_missing = 0;
 	if (!alias_ok(alias))
 		return lm_err(err, LM_EINPUT, "%.200s: not a host name OpenSSH takes", alias);
+	if ((*out = cache_get(alias)) != NULL)
+		return LM_OK;
 	argv[k++] = "ssh";
 	argv[k++] = "-G";
 	if (file != NULL && *file != '\0') {
@@ -240,8 +309,14 @@ sshcfg_resolve(sshcfg **out, const char *alias, int64_t deadline_ms, int *ssh_mi
 	argv[k++] = "--";
 	argv[k++] = alias;
 	argv[k] = NULL;
+	errno = 0;
 	rc = lm_run_deadline(&o, &e, &st, argv, deadline_ms, msg);
-	if (rc == LM_EINPUT) {
+	if (rc == LM_EFAIL && (errno == EMFILE || errno == ENFILE)) {
+		if (ssh_missing)
+			*ssh_missing = 2;
+		rc = lm_err(err, LM_EFAIL, "ssh -G: out of file descriptors (this process's limit; fewer at once "
+		    "with --parallel, or raise ulimit -n): %s", msg);
+	} else if (rc == LM_EINPUT) {
 		if (ssh_missing)
 			*ssh_missing = 1;
 		rc = lm_err(err, LM_EFAIL, "%s", msg);
@@ -257,6 +332,8 @@ sshcfg_resolve(sshcfg **out, const char *alias, int64_t deadline_ms, int *ssh_mi
 		    file ? " " : "", file ? file : "", st, (int)n, e.data ? e.data : "");
 	} else
 		rc = sshcfg_parse(out, o.data ? o.data : "", o.len, pw ? pw->pw_name : NULL, err);
+	if (rc == LM_OK)
+		cache_put(alias, *out);
 	lm_buf_free(&o);
 	lm_buf_free(&e);
 	return rc;

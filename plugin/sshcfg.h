@@ -30,9 +30,11 @@ typedef struct {
 } sshcfg;
 
 /* Runs `ssh -G [-F $LUME_METAL_SSH_CONFIG] -- alias` by deadline_ms and parses its output into
- * *out (caller frees with sshcfg_free). LM_EINPUT for an alias OpenSSH cannot take (empty,
+ * *out (caller frees with sshcfg_free). Thread-safe; an alias resolved once is answered from
+ * this process's memory after that (the answer depends on the alias alone). LM_EINPUT for an alias OpenSSH cannot take (empty,
  * leading '-', blanks or control characters) or a configuration ssh -G refuses; LM_EFAIL when
- * ssh cannot be run (ssh_missing then 1, when not NULL) or answers what this parser refuses. */
+ * ssh cannot be run (*ssh_missing, when not NULL, is then 1 when it is not on PATH, 2 when this
+ * process is out of file descriptors) or answers what this parser refuses. */
 int sshcfg_resolve(sshcfg **out, const char *alias, int64_t deadline_ms, int *ssh_missing, char *err);
 
 /* Parses ssh -G output (text, len bytes) into *out: the strict half of sshcfg_resolve, exposed

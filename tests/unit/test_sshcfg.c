@@ -133,7 +133,10 @@ test_resolve(const char *dir)
 	guest_target_free(t);
 
 	setenv("PATH", "/nonexistent", 1);
-	UNIT_OK(sshcfg_resolve(&c, "mac-01", dl, &missing, err) == LM_EFAIL && missing, "no ssh: said so");
+	UNIT_OK(sshcfg_resolve(&c, "mac-01", dl, &missing, err) == LM_OK && c && strcmp(c->hostname, "10.1.2.3") == 0,
+	    "an alias resolved before is answered from memory (no ssh -G run)");
+	sshcfg_free(c);
+	UNIT_OK(sshcfg_resolve(&c, "mac-02", dl, &missing, err) == LM_EFAIL && missing == 1, "no ssh: said so");
 	UNIT_OK(guest_target_host(&t, "lume@10.9.9.9:2", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
 	    strcmp(t->host, "10.9.9.9") == 0 && t->port == 2, "no ssh: the spec is the address");
 	guest_target_free(t);
