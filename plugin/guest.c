@@ -124,7 +124,42 @@ guest_target_free(guest_target *t)
 	free(t->digest);
 	free(t->no_digest);
 	sshcfg_free(t->cfg);
+	relay_free(t->jump_relay); /* before the jump host, whose strings its session uses */
+	guest_target_free(t->jump_host);
+	free(t->jump);
 	free(t);
+}
+
+/* Connects to t's ProxyJump host (resolved through the configuration, with base's credentials)
+ * and hands its session to a relay of t's own. */
+static int
+jump_open(guest_target *t, const ssh_opts *base, int *why, char *err)
+{
+	ssh_opts o = *base;
+	ssh_conn *c;
+	char msg[LM_ERRLEN];
+	int rc;
+
+	if ((rc = guest_target_host(&t->jump_host, t->jump, base->user, msg)) != LM_OK ||
+	    (rc = guest_target_resolve(t->jump_host, base->deadline_ms, msg)) != LM_OK)
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	if (t->jump_host->jump != NULL)
+		return lm_err(err, LM_EREFUSED, "host %s: ProxyJump %s has a ProxyJump of its own: more than one hop is "
+		    "not supported yet: use --hosts", t->name, t->jump);
+	guest_target_opts(&o, t->jump_host);
+	o.host = t->jump_host->host;
+	o.port = t->jump_host->port;
+	o.user = t->jump_host->user;
+	o.host_key_alias = NULL;
+	if ((rc = ssh_connect(&c, why, &o, msg)) != LM_OK)
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	if ((rc = relay_new(&t->jump_relay, msg)) != LM_OK || (rc = relay_add(t->jump_relay, c, &t->jump_idx, msg)) != LM_OK) {
+		ssh_close(c); /* not the relay's: relay_add failed or never ran */
+		relay_free(t->jump_relay);
+		t->jump_relay = NULL;
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	}
+	return LM_OK;
 }
 
 int
@@ -142,11 +177,15 @@ guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err)
 		t->want_cfg = missing != 1; /* no ssh here: the spec is the address, as before */
 		return missing == 1 ? LM_OK : lm_err(err, rc, "host %s: %s", t->name, msg);
 	}
-	if (c->proxyjump != NULL) {
-		rc = lm_err(err, LM_EREFUSED, "host %s: ProxyJump is not supported yet: use --hosts (the OpenSSH "
-		    "configuration says ProxyJump %.200s)", t->name, c->proxyjump);
+	if (c->proxyjump != NULL && strchr(c->proxyjump, ',') != NULL) {
+		rc = lm_err(err, LM_EREFUSED, "host %s: a ProxyJump of more than one hop is not supported yet: use "
+		    "--hosts (the OpenSSH configuration says ProxyJump %.200s)", t->name, c->proxyjump);
 		sshcfg_free(c);
 		return rc;
+	}
+	if (c->proxyjump != NULL && (t->jump = strdup(c->proxyjump + (strncmp(c->proxyjump, "ssh://", 6) ? 0 : 6))) == NULL) {
+		sshcfg_free(c);
+		return lm_err(err, LM_EFAIL, "out of memory");
 	}
 	/* ssh -G prints the login name when no User is set: for a real alias (its HostName is
 	 * another name) that is what `ssh ALIAS` would use, so it is taken; for a plain address
@@ -233,6 +272,17 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 	o.host = t->host;
 	o.port = t->port;
 	o.user = t->user;
+	if (t->jump != NULL && t->relay == NULL) {
+		int fd, rc;
+
+		if (t->jump_relay == NULL && (rc = jump_open(t, base, why, err)) != LM_OK) {
+			if (rc == LM_EREFUSED)
+				*why = SSH_HOSTKEY_UNKNOWN; /* refused */
+			return rc;
+		}
+		rc = relay_open(t->jump_relay, t->jump_idx, t->host, t->port, o.deadline_ms, &fd, why, err);
+		return rc != LM_OK ? rc : ssh_connect_fd(out, why, &o, fd, err);
+	}
 	if (t->relay != NULL) {
 		int fd, rc;
 

@@ -1,10 +1,10 @@
 #!/bin/sh
-# shellcheck disable=SC1091 # sourced libs
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 # The user's OpenSSH configuration, read through `ssh -G` ($LUME_METAL_SSH_CONFIG is its -F
 # file): a Host alias with HostName, User, Port, IdentityFile, UserKnownHostsFile and
 # StrictHostKeyChecking reaches a real sshd guest; flags given on the command line win; a
-# ProxyJump is refused; OpenSSH's default identities are tried; and each way authentication
-# cannot start has its own message.
+# ProxyJump of one hop goes through the jump host's session (two hops are refused); OpenSSH's
+# default identities are tried; and each way authentication cannot start has its own message.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 
@@ -19,7 +19,12 @@ Host tahoe-cfg
   StrictHostKeyChecking accept-new
 Host jumpy
   HostName 127.0.0.71
-  ProxyJump $ME@127.0.0.72
+  User $ME
+  Port $PORT
+  ProxyJump mac-alias
+Host jump2
+  HostName 127.0.0.71
+  ProxyJump $ME@127.0.0.72,$ME@127.0.0.73
 Host mac-alias
   HostName 127.0.0.73
   User $ME
@@ -31,7 +36,7 @@ mkdir -p "$T/g/mac" "$T/lume-mac"
 cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/mac/"
 t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/mac'"
 sh "$TOP/tests/sshd.sh" start "$T/g/mac" 127.0.0.73 "$PORT" --path "$TOP/tests/lume-sim" \
-	--env "LUME_SIM_DIR=$T/lume-mac" || exit 1
+	--env "LUME_SIM_DIR=$T/lume-mac" --loglevel DEBUG1 || exit 1
 sh "$TOP/tests/lume-sim/vm.sh" "$T/lume-mac" tahoe-x running 127.0.0.71 true
 printf 'mac-alias\n' >"$T/hosts"
 mkdir -p "$T/home" "$T/bare"
@@ -69,9 +74,17 @@ st hosts.out --hosts "$T/hosts" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --acc
 check_grep "--hosts: a Mac host named by its alias (HostName, Port) is reached, and its guest through it" \
 	'"vm":"mac-alias/tahoe-x".*"state":"(drift|ok)"' "$T/hosts.out"
 
-st jump --host jumpy
-check_has "a ProxyJump is refused, said so" 'ProxyJump is not supported yet: use --hosts' "$T/jump"
-check_has "... as refused" '"state":"refused"' "$T/jump"
+st jump --host jumpy -i "$T/id_ed25519" --known-hosts "$T/kh-jump" --accept-new
+check_grep "--host ALIAS with a ProxyJump of one hop (itself an alias) reaches the guest" '"state":"(drift|ok)"' \
+	"$T/jump"
+check "... through a direct-tcpip channel of the jump host's session" grep -q "target 127.0.0.71 port" \
+	"$T/g/mac/sshd.log"
+check "... the guest's host key is known by its HostName and port, as OpenSSH does" \
+	grep -q "^\[127.0.0.71\]:$PORT " "$T/kh-jump"
+st jump2 --host jump2
+check_has "a ProxyJump of two hops is refused, said so" 'more than one hop is not supported yet: use --hosts' \
+	"$T/jump2"
+check_has "... as refused" '"state":"refused"' "$T/jump2"
 
 # OpenSSH's default identities: ~/.ssh/id_ed25519 of $HOME, with no -i and no configuration.
 mkdir -p "$T/home/.ssh"
@@ -97,4 +110,5 @@ check_has "-i naming a .pub: said so" "is a public key: -i takes the private key
 chmod 644 "$T/other"
 bare -i "$T/other"
 check_has "a key others may read is still refused" "chmod 600 $T/other" "$T/bare.out"
+check "no sanitizer report in any run" sh -c '! grep -l Sanitizer "$1"/*' - "$T"
 t_done

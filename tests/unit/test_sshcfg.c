@@ -86,7 +86,8 @@ test_resolve(const char *dir)
 	if ((f = fopen(cfg, "w")) == NULL)
 		return;
 	fprintf(f, "Host mac-01\n  HostName 10.1.2.3\n  User admin\n  Port 2200\n  IdentityFile %s/key\n"
-	    "  UserKnownHostsFile %s/kh\nHost jump\n  ProxyJump x@y\nHost plain-*\n  Port 2201\n", dir, dir);
+	    "  UserKnownHostsFile %s/kh\nHost jump\n  ProxyJump x@y\nHost jump2\n  ProxyJump x@y,z@w\n"
+	    "Host plain-*\n  Port 2201\n", dir, dir);
 	fclose(f);
 	setenv("LUME_METAL_SSH_CONFIG", cfg, 1);
 
@@ -127,9 +128,12 @@ test_resolve(const char *dir)
 	    strcmp(t->host, "plain-7") == 0 && strcmp(t->user, "lume") == 0 && t->port == 2201,
 	    "a host that resolves to itself keeps lume-metal's default user, and takes the Port");
 	guest_target_free(t);
-	UNIT_OK(guest_target_host(&t, "jump", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_EREFUSED,
-	    "a ProxyJump is refused");
-	UNIT_HAS(err, "ProxyJump is not supported yet: use --hosts", "... said so");
+	UNIT_OK(guest_target_host(&t, "jump", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
+	    t->jump && strcmp(t->jump, "x@y") == 0, "a ProxyJump of one hop is kept for guest_connect");
+	guest_target_free(t);
+	UNIT_OK(guest_target_host(&t, "jump2", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_EREFUSED,
+	    "a ProxyJump of two hops is refused");
+	UNIT_HAS(err, "more than one hop is not supported yet: use --hosts", "... said so");
 	guest_target_free(t);
 
 	setenv("PATH", "/nonexistent", 1);
