@@ -130,8 +130,9 @@ guest_target_free(guest_target *t)
 	free(t);
 }
 
-/* Connects to t's ProxyJump host (resolved through the configuration, with base's credentials)
- * and hands its session to a relay of t's own. */
+/* Connects to t's ProxyJump host (resolved through the configuration, with base's credentials
+ * but not -u, which names the target's user, as OpenSSH's -l does) and hands its session to a
+ * relay of t's own. */
 static int
 jump_open(guest_target *t, const ssh_opts *base, int *why, char *err)
 {
@@ -140,7 +141,9 @@ jump_open(guest_target *t, const ssh_opts *base, int *why, char *err)
 	char msg[LM_ERRLEN];
 	int rc;
 
-	if ((rc = guest_target_host(&t->jump_host, t->jump, base->user, msg)) != LM_OK ||
+	guest_target_free(t->jump_host); /* from an earlier attempt that failed */
+	t->jump_host = NULL;
+	if ((rc = guest_target_host(&t->jump_host, t->jump, NULL, msg)) != LM_OK ||
 	    (rc = guest_target_resolve(t->jump_host, base->deadline_ms, msg)) != LM_OK)
 		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
 	if (t->jump_host->jump != NULL)
