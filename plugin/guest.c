@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/utsname.h>
 #ifdef __APPLE__
 #include <sys/sysctl.h>
@@ -52,7 +53,9 @@ guest_target_host(guest_target **out, const char *spec, const char *default_user
 
 	if ((rc = target_new(&t, spec, err)) != LM_OK)
 		return rc;
-	t->user = at ? strndup(spec, (size_t)(at - spec)) : strdup(default_user);
+	t->want_cfg = 1;
+	t->user_given = at != NULL || (default_user != NULL && strcmp(default_user, GUEST_DEFAULT_USER) != 0);
+	t->user = at ? strndup(spec, (size_t)(at - spec)) : strdup(default_user ? default_user : GUEST_DEFAULT_USER);
 	t->port = 22;
 	if (*h == '[') {
 		const char *close = strchr(h, ']');
@@ -75,6 +78,7 @@ guest_target_host(guest_target **out, const char *spec, const char *default_user
 		if (*end != '\0' || p < 1 || p > 65535)
 			goto bad;
 		t->port = (int)p;
+		t->port_given = 1;
 	}
 	if (t->user == NULL || t->host == NULL || *t->user == '\0' || *t->host == '\0')
 		goto bad;
@@ -119,7 +123,118 @@ guest_target_free(guest_target *t)
 	free(t->mac_why);
 	free(t->digest);
 	free(t->no_digest);
+	sshcfg_free(t->cfg);
+	relay_free(t->jump_relay); /* before the jump host, whose strings its session uses */
+	guest_target_free(t->jump_host);
+	free(t->jump);
 	free(t);
+}
+
+/* Connects to t's ProxyJump host (resolved through the configuration, with base's credentials
+ * but not -u, which names the target's user, as OpenSSH's -l does) and hands its session to a
+ * relay of t's own. */
+static int
+jump_open(guest_target *t, const ssh_opts *base, int *why, char *err)
+{
+	ssh_opts o = *base;
+	ssh_conn *c;
+	char msg[LM_ERRLEN];
+	int rc;
+
+	guest_target_free(t->jump_host); /* from an earlier attempt that failed */
+	t->jump_host = NULL;
+	if ((rc = guest_target_host(&t->jump_host, t->jump, NULL, msg)) != LM_OK ||
+	    (rc = guest_target_resolve(t->jump_host, base->deadline_ms, msg)) != LM_OK)
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	if (t->jump_host->jump != NULL)
+		return lm_err(err, LM_EREFUSED, "host %s: ProxyJump %s has a ProxyJump of its own: more than one hop is "
+		    "not supported yet: use --hosts", t->name, t->jump);
+	guest_target_opts(&o, t->jump_host);
+	o.host = t->jump_host->host;
+	o.port = t->jump_host->port;
+	o.user = t->jump_host->user;
+	o.host_key_alias = NULL;
+	if ((rc = ssh_connect(&c, why, &o, msg)) != LM_OK)
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	if ((rc = relay_new(&t->jump_relay, msg)) != LM_OK || (rc = relay_add(t->jump_relay, c, &t->jump_idx, msg)) != LM_OK) {
+		ssh_close(c); /* not the relay's: relay_add failed or never ran */
+		relay_free(t->jump_relay);
+		t->jump_relay = NULL;
+		return lm_err(err, rc, "host %s: ProxyJump %s: %s", t->name, t->jump, msg);
+	}
+	return LM_OK;
+}
+
+int
+guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err)
+{
+	sshcfg *c;
+	char *host, *user = NULL, msg[LM_ERRLEN];
+	int rc, missing;
+
+	if (!t->want_cfg)
+		return LM_OK;
+	if ((rc = sshcfg_resolve(&c, t->host, deadline_ms, &missing, msg)) != LM_OK) {
+		if (missing == 2)
+			ssh_nofds_note(); /* the controller's descriptors: failed, not unreachable */
+		t->want_cfg = missing != 1; /* no ssh here: the spec is the address, as before */
+		return missing == 1 ? LM_OK : lm_err(err, rc, "host %s: %s", t->name, msg);
+	}
+	if (c->proxyjump != NULL && strchr(c->proxyjump, ',') != NULL) {
+		rc = lm_err(err, LM_EREFUSED, "host %s: a ProxyJump of more than one hop is not supported yet: use "
+		    "--hosts (the OpenSSH configuration says ProxyJump %.200s)", t->name, c->proxyjump);
+		sshcfg_free(c);
+		return rc;
+	}
+	if (c->proxyjump != NULL && (t->jump = strdup(c->proxyjump + (strncmp(c->proxyjump, "ssh://", 6) ? 0 : 6))) == NULL) {
+		sshcfg_free(c);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	/* ssh -G prints the login name when no User is set: for a real alias (its HostName is
+	 * another name) that is what `ssh ALIAS` would use, so it is taken; for a plain address
+	 * lume-metal's default stays. */
+	if (!t->user_given && (!c->user_login || strcasecmp(c->hostname, t->host) != 0))
+		user = c->user;
+	if ((host = strdup(c->hostname)) == NULL || (user != NULL && (user = strdup(user)) == NULL)) {
+		free(host);
+		sshcfg_free(c);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	free(t->host);
+	t->host = host;
+	if (user != NULL) {
+		free(t->user);
+		t->user = user;
+	}
+	if (!t->port_given)
+		t->port = c->port;
+	t->cfg = c;
+	t->want_cfg = 0;
+	return LM_OK;
+}
+
+/* Whether path is the default known_hosts, $HOME/.ssh/known_hosts, as cli_conn_init makes it. */
+static int
+default_known_hosts(const char *path)
+{
+	const char *home = getenv("HOME");
+	char def[4096];
+
+	snprintf(def, sizeof def, "%s/.ssh/known_hosts", home ? home : ".");
+	return path == NULL || strcmp(path, def) == 0;
+}
+
+void
+guest_target_opts(ssh_opts *o, const guest_target *t)
+{
+	if (t->cfg == NULL)
+		return;
+	if (o->identity == NULL && t->cfg->nids > 0)
+		o->identities = (const char *const *)t->cfg->ids;
+	if (t->cfg->known_hosts != NULL && default_known_hosts(o->known_hosts))
+		o->known_hosts = t->cfg->known_hosts;
+	if (t->cfg->accept_new)
+		o->accept_new = 1;
 }
 
 int
@@ -143,9 +258,34 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 		if (t->host == NULL)
 			return lm_err(err, LM_EFAIL, "out of memory");
 	}
+	if (t->want_cfg) {
+		int rc = guest_target_resolve(t, base->deadline_ms, err);
+
+		if (rc != LM_OK) {
+			int nofds = ssh_nofds_take();
+
+			if (nofds)
+				ssh_nofds_note(); /* still set for the fleet, which counts such a VM apart */
+			/* state refused, failed for want of descriptors, else unreachable */
+			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : nofds ? SSH_NOFDS : 0;
+			return rc;
+		}
+	}
+	guest_target_opts(&o, t);
 	o.host = t->host;
 	o.port = t->port;
 	o.user = t->user;
+	if (t->jump != NULL && t->relay == NULL) {
+		int fd, rc;
+
+		if (t->jump_relay == NULL && (rc = jump_open(t, base, why, err)) != LM_OK) {
+			if (rc == LM_EREFUSED)
+				*why = SSH_HOSTKEY_UNKNOWN; /* refused */
+			return rc;
+		}
+		rc = relay_open(t->jump_relay, t->jump_idx, t->host, t->port, o.deadline_ms, &fd, why, err);
+		return rc != LM_OK ? rc : ssh_connect_fd(out, why, &o, fd, err);
+	}
 	if (t->relay != NULL) {
 		int fd, rc;
 

@@ -8,6 +8,7 @@
 #include "identity.h"
 #include "relay.h"
 #include "ssh.h"
+#include "sshcfg.h"
 
 #define GUEST_ROOT "~/Library/Application Support/lume-metal"
 /* Put before the guest's PATH where a guest script looks a tool up by name (llama-bench,
@@ -16,7 +17,7 @@
 #define GUEST_TOOL_PATH "/opt/homebrew/bin:/usr/local/bin"
 
 /* How to reach one VM. Strings are owned by the target (guest_target_free). */
-typedef struct {
+typedef struct guest_target {
 	char *name;   /* the VM's name as given: a Lume name, or user@addr[:port] */
 	char *lume;   /* Lume VM name, or NULL for --host */
 	char *user, *host;
@@ -30,10 +31,38 @@ typedef struct {
 	char *mac_why;
 	char *digest;       /* its image digest read on the Mac host, or NULL (no_digest says why) */
 	char *no_digest;
+	/* The OpenSSH configuration (guest_target_host, a --hosts host): host is an alias that
+	 * guest_target_resolve turns into what `ssh -G` says, once. */
+	int want_cfg, user_given, port_given;
+	sshcfg *cfg;        /* owned: what ssh -G said, once resolved (NULL without ssh) */
+	/* Its ProxyJump of one hop, and once connected, the jump host and the relay through it
+	 * (owned; freed with the target, so every connection to it must be closed first). */
+	char *jump;
+	struct guest_target *jump_host;
+	relay *jump_relay;
+	size_t jump_idx;
 } guest_target;
 
-/* Parses "user@addr[:port]" or "[v6]:port" (default user used when no "user@"). */
+/* The user when neither "user@", -u nor the OpenSSH configuration names one. */
+#define GUEST_DEFAULT_USER "lume"
+
+/* Parses "user@addr[:port]" or "[v6]:port". The user is "user@", else default_user (-u), else
+ * the OpenSSH configuration's User, else GUEST_DEFAULT_USER; default_user NULL or equal to
+ * GUEST_DEFAULT_USER counts as no -u (cli.c passes "lume" when -u is not given). addr may be
+ * a Host alias of the OpenSSH configuration: guest_connect resolves it (guest_target_resolve). */
 int guest_target_host(guest_target **out, const char *spec, const char *default_user, char *err);
+/* Resolves t's host through the OpenSSH configuration (sshcfg_resolve) by deadline_ms, once,
+ * when t->want_cfg: the host becomes its HostName; the port its Port and the user its User
+ * unless the spec or -u gave them. Without ssh on PATH, t stays as given. A ProxyJump of one
+ * hop ([user@]host[:port], itself resolved through the configuration) is kept in t->jump:
+ * guest_connect reaches t through a direct-tcpip channel of that host's session (relay.h),
+ * checking t's host key under its HostName and port, as OpenSSH does. More hops are refused
+ * (LM_EREFUSED). */
+int guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err);
+/* What t's configuration adds to o, where the flags gave nothing: its IdentityFiles (tried
+ * after the agent when there is no -i), its UserKnownHostsFile (when o->known_hosts is the
+ * default ~/.ssh/known_hosts), StrictHostKeyChecking accept-new. o then points into t. */
+void guest_target_opts(ssh_opts *o, const guest_target *t);
 /* A Lume VM name; its address comes from lume_resolve in guest_connect. */
 int guest_target_lume(guest_target **out, const char *vm, const char *user, char *err);
 void guest_target_free(guest_target *t);

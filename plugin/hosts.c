@@ -126,6 +126,9 @@ load_json(hostlist *l, const char *text, const char *path, const char *user, cha
 		t->user = strdup(u ? u->valuestring : user);
 		t->name = strdup(name && *name->valuestring ? name->valuestring : addr->valuestring);
 		t->port = p ? (int)p->valuedouble : 22;
+		t->want_cfg = 1; /* the address may be a Host alias of the OpenSSH configuration */
+		t->user_given = u != NULL || (user != NULL && strcmp(user, GUEST_DEFAULT_USER) != 0);
+		t->port_given = p != NULL;
 		if (t->host == NULL || t->user == NULL || t->name == NULL) {
 			guest_target_free(t);
 			rc = lm_err(err, LM_EFAIL, "out of memory");
@@ -194,12 +197,19 @@ connect_one(void *arg, size_t i)
 	connect_run *r = arg;
 	hosts_conn *h = &r->out[i];
 	ssh_opts o = *r->base;
+	int rc;
 
 	memset(h, 0, sizeof *h);
+	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
+	/* Here, in the pool: one `ssh -G` per host, side by side. */
+	if ((rc = guest_target_resolve(r->hosts[i], o.deadline_ms, h->err)) != LM_OK) {
+		h->why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : ssh_nofds_take() ? SSH_NOFDS : SSH_UNREACHABLE;
+		return;
+	}
+	guest_target_opts(&o, r->hosts[i]);
 	o.host = r->hosts[i]->host;
 	o.port = r->hosts[i]->port;
 	o.user = r->hosts[i]->user;
-	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
 	if (ssh_connect(&h->c, &h->why, &o, h->err) != LM_OK)
 		return;
 	if (identity_host_read(&h->id, &h->vms, &h->nvms, h->c, h->err) != LM_OK) {

@@ -29,7 +29,9 @@ typedef struct {
 } hosts_conn;
 
 /* Connects to hosts[0..n) `parallel` at a time (the fleet pool), each within timeout_s, with
- * base's credentials and known hosts (the user and port are each host's), and lists its VMs
+ * base's credentials and known hosts (the user and port are each host's), each address first
+ * resolved through the OpenSSH configuration (guest_target_resolve: an explicit user, "user"
+ * or "port" wins; a ProxyJump is refused), and lists its VMs
  * and reads its identity in one exec (identity_host_read).
  * out[i] (n of them) gets host i; clear each with hosts_conn_clear. */
 void hosts_connect(hosts_conn *out, guest_target **hosts, size_t n, const ssh_opts *base, int timeout_s,

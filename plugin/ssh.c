@@ -433,17 +433,20 @@ done:
 	return rc;
 }
 
+/* Tries each key of the agent; *offered gets how many it holds. */
 static int
-auth_agent(ssh_conn *c)
+auth_agent(ssh_conn *c, int *offered)
 {
 	LIBSSH2_AGENT *a;
 	struct libssh2_agent_publickey *id = NULL, *prev = NULL;
 	int ok = 0;
 
+	*offered = 0;
 	if (getenv("SSH_AUTH_SOCK") == NULL || (a = libssh2_agent_init(c->s)) == NULL)
 		return 0;
 	if (libssh2_agent_connect(a) == 0 && libssh2_agent_list_identities(a) == 0)
 		while (!ok && time_left(c) && libssh2_agent_get_identity(a, &id, prev) == 0) {
+			++*offered;
 			ok = libssh2_agent_userauth(a, c->o->user, id) == 0;
 			prev = id;
 		}
@@ -474,13 +477,32 @@ ssh_take_env_password(void)
 	return n < sizeof env_pw ? 1 : -1;
 }
 
+/* Whether the first bytes of a key file are a public key's line ("ssh-ed25519 AAAA...") or
+ * its name ends in .pub: what `ssh-keygen` writes beside the private key. */
+static int
+public_key(int fd, const char *path)
+{
+	static const char *const pre[] = {"ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-"};
+	char head[16];
+	ssize_t n = pread(fd, head, sizeof head, 0);
+	size_t len = strlen(path);
+
+	if (len > 4 && strcmp(path + len - 4, ".pub") == 0)
+		return 1;
+	for (size_t i = 0; n > 0 && i < sizeof pre / sizeof pre[0]; i++)
+		if ((size_t)n >= strlen(pre[i]) && memcmp(head, pre[i], strlen(pre[i])) == 0)
+			return 1;
+	return 0;
+}
+
 /* Opens a secret (a password file, a private key) for reading, or says why not: it must be a
  * regular file (a FIFO or a device is refused; O_NONBLOCK keeps open from waiting for a FIFO's
  * writer past the deadline) that neither group nor others may read or write, as OpenSSH
  * requires of a private key. A symlink to such a file is followed: it is the file that counts.
+ * A private key (key) that does not exist or is a public key says so first.
  * *fd, when fd is not NULL, belongs to the caller; else the file is only checked. */
 static int
-secret_open(int *fd, const char *what, const char *path, char *err)
+secret_open(int *fd, const char *what, const char *path, int key, char *err)
 {
 	struct stat st;
 	int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), rc = LM_OK;
@@ -490,6 +512,9 @@ secret_open(int *fd, const char *what, const char *path, char *err)
 		return lm_err(err, LM_EFAIL, "%s %s: cannot open it: out of file descriptors (this process's limit; "
 		    "fewer at once with --parallel, or raise ulimit -n)", what, path);
 	}
+	if (f < 0 && key && errno == ENOENT)
+		return lm_err(err, LM_EINPUT, "%s %s does not exist: -i takes the private key file (such as "
+		    "~/.ssh/id_ed25519)", what, path);
 	if (f < 0)
 		return lm_err(err, LM_EINPUT, "%s %s: %s", what, path, strerror(errno));
 	if (fstat(f, &st) != 0)
@@ -497,6 +522,10 @@ secret_open(int *fd, const char *what, const char *path, char *err)
 	else if (!S_ISREG(st.st_mode))
 		rc = lm_err(err, LM_EINPUT, "%s %s: not a regular file (%s); refusing it", what, path,
 		    S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : "a device or socket");
+	else if (key && public_key(f, path))
+		rc = lm_err(err, LM_EINPUT, "%s %s is a public key: -i takes the private key (%.*s, without .pub)",
+		    what, path, (int)(strlen(path) > 4 && strcmp(path + strlen(path) - 4, ".pub") == 0 ?
+		    strlen(path) - 4 : strlen(path)), path);
 	else if (st.st_mode & 077)
 		rc = lm_err(err, LM_EINPUT, "%s %s: group or others may read or write it (mode %04o); refusing it: "
 		    "run `chmod 600 %s`", what, path, (unsigned)(st.st_mode & 07777), path);
@@ -514,10 +543,99 @@ check_secrets(const ssh_opts *o, char *err)
 	int rc = LM_OK;
 
 	if (o->identity != NULL)
-		rc = secret_open(NULL, "private key", o->identity, err);
+		rc = secret_open(NULL, "private key", o->identity, 1, err);
 	if (rc == LM_OK && o->password_file != NULL)
-		rc = secret_open(NULL, "password file", o->password_file, err);
+		rc = secret_open(NULL, "password file", o->password_file, 0, err);
 	return rc;
+}
+
+/* Whether the private key on fd is protected by a passphrase: a PEM key with "ENCRYPTED" in its
+ * header, or an OpenSSH key ("openssh-key-v1") whose cipher is not "none". libssh2 is given no
+ * passphrase, so such a key works only through the agent. */
+static int
+key_encrypted(int fd)
+{
+	static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----";
+	static const char magic[] = "openssh-key-v1";
+	char buf[4096], b64[89];
+	unsigned char raw[66];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	const char *p;
+	size_t k = 0;
+	uint32_t clen;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (strstr(buf, "ENCRYPTED") != NULL)
+		return 1;
+	if ((p = strstr(buf, begin)) == NULL)
+		return 0;
+	for (p += sizeof begin - 1; *p && k < sizeof b64 - 1; p++)
+		if (*p != '\n' && *p != '\r')
+			b64[k++] = *p;
+	b64[k - k % 4] = '\0';
+	if (k < 44 || EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)(k - k % 4)) < 23 ||
+	    memcmp(raw, magic, sizeof magic) != 0)
+		return 0;
+	clen = (uint32_t)raw[15] << 24 | (uint32_t)raw[16] << 16 | (uint32_t)raw[17] << 8 | raw[18];
+	return !(clen == 4 && memcmp(raw + 19, "none", 4) == 0);
+}
+
+/* Tries -i, else the configured identities, else OpenSSH's default ones, skipping those that
+ * do not exist: 1 authenticated, 0 not. *offered counts the keys sent; *locked names (when
+ * empty so far) the first that is protected by a passphrase, and *loose one that others may
+ * read, neither of which is sent. */
+static int
+auth_keys(ssh_conn *c, int *offered, char locked[4096], char loose[4096])
+{
+	static const char *const dflt[] = {"id_ed25519", "id_ecdsa", "id_rsa"};
+	const char *home = getenv("HOME");
+	char path[4096];
+	int ok = 0;
+
+	*offered = 0;
+	for (size_t i = 0; !ok && time_left(c); i++) {
+		const char *k;
+		char msg[LM_ERRLEN];
+		int fd, enc;
+
+		if (c->o->identity != NULL)
+			k = i == 0 ? c->o->identity : NULL;
+		else if (c->o->identities != NULL)
+			k = c->o->identities[i];
+		else if (i < sizeof dflt / sizeof dflt[0] && lm_fmt(path, sizeof path, "%s/.ssh/%s",
+		    home ? home : ".", dflt[i]) == 0)
+			k = path;
+		else
+			k = NULL;
+		if (k == NULL)
+			break;
+		if (access(k, F_OK) != 0 && c->o->identity == NULL)
+			continue;
+		if (secret_open(&fd, "private key", k, 1, msg) != LM_OK) {
+			if (!*loose)
+				snprintf(loose, 4096, "%s", k);
+			continue;
+		}
+		enc = key_encrypted(fd);
+		close(fd);
+		if (enc) {
+			if (!*locked)
+				snprintf(locked, 4096, "%s", k);
+			continue;
+		}
+		++*offered;
+		ok = libssh2_userauth_publickey_fromfile(c->s, c->o->user, NULL, k, NULL) == 0;
+	}
+	return ok;
+}
+
+/* Whether a password can be tried (auth_password would send one). */
+static int
+has_password(const ssh_opts *o)
+{
+	return o->password_file != NULL || (o->env_password && env_pw_len > 0) || o->lume_default_password;
 }
 
 /* Tries the password of --password-file, else the one taken from $LUME_METAL_PASSWORD, else
@@ -532,7 +650,7 @@ auth_password(ssh_conn *c, char *err)
 	int ok = 0, fd;
 
 	if (c->o->password_file != NULL) {
-		if (secret_open(&fd, "password file", c->o->password_file, err) != LM_OK)
+		if (secret_open(&fd, "password file", c->o->password_file, 0, err) != LM_OK)
 			return -1;
 		while (n < sizeof pw - 1 && ((got = read(fd, pw + n, sizeof pw - 1 - n)) > 0 ||
 		    (got < 0 && errno == EINTR)))
@@ -665,8 +783,8 @@ static int
 session_handshake(ssh_conn *c, int *why_out, char *err)
 {
 	const ssh_opts *o = c->o;
-	int why = SSH_PROTOCOL, rc, r = 0;
-	char *methods;
+	int why = SSH_PROTOCOL, rc, r = 0, agent = 0, keys = 0;
+	char *methods, locked[4096] = "", loose[4096] = "";
 
 	if ((c->s = libssh2_session_init()) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
@@ -688,9 +806,7 @@ session_handshake(ssh_conn *c, int *why_out, char *err)
 		rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, why == SSH_TIMEOUT ? "timed out" : sess_err(c));
 		goto fail;
 	}
-	if (!libssh2_userauth_authenticated(c->s) && !auth_agent(c) &&
-	    !(o->identity && time_left(c) &&
-		libssh2_userauth_publickey_fromfile(c->s, o->user, NULL, o->identity, NULL) == 0)) {
+	if (!libssh2_userauth_authenticated(c->s) && !auth_agent(c, &agent) && !auth_keys(c, &keys, locked, loose)) {
 		r = auth_password(c, err);
 		if (r < 0) {
 			why = SSH_AUTH;
@@ -699,8 +815,20 @@ session_handshake(ssh_conn *c, int *why_out, char *err)
 		}
 		if (r == 0) {
 			why = time_left(c) ? SSH_AUTH : SSH_TIMEOUT;
-			rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, why == SSH_TIMEOUT ? "timed out authenticating"
-			    : "authentication failed (tried the agent, the identity file and any password)");
+			if (why == SSH_TIMEOUT)
+				rc = lm_err(err, LM_EFAIL, "%s: timed out authenticating", c->where);
+			else if (*locked && !agent)
+				rc = lm_err(err, LM_EFAIL, "%s: private key %s is protected by a passphrase and no ssh-agent "
+				    "holds it: run `ssh-add %s` (lume-metal asks for no passphrase)", c->where, locked, locked);
+			else if (!agent && !keys && !has_password(o))
+				rc = lm_err(err, LM_EFAIL, "%s: no credentials to offer: no ssh-agent key (%s), no -i, none of "
+				    "~/.ssh/id_ed25519, id_ecdsa, id_rsa%s%s%s%s, and no --password-file or $LUME_METAL_PASSWORD",
+				    c->where, getenv("SSH_AUTH_SOCK") ? "the agent holds none" : "SSH_AUTH_SOCK is unset",
+				    o->identities ? " or the OpenSSH configuration's IdentityFile" : "",
+				    *loose ? " (skipped " : "", loose, *loose ? ": group or others may read it; chmod 600 it)" : "");
+			else
+				rc = lm_err(err, LM_EFAIL, "%s: authentication failed (tried the agent, the identity file and "
+				    "any password)", c->where);
 			goto fail;
 		}
 	}

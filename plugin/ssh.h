@@ -11,7 +11,11 @@ typedef struct {
 	const char *host;           /* name or address, IPv4 or IPv6 */
 	int port;                   /* 22 when 0 */
 	const char *user;
-	const char *identity;       /* private key file, or NULL */
+	const char *identity;       /* private key file (-i), or NULL */
+	const char *const *identities; /* with no identity: the keys tried after the agent,
+	                             * NULL-terminated (the OpenSSH configuration's IdentityFile
+	                             * list); NULL: $HOME/.ssh/id_ed25519, id_ecdsa, id_rsa. A file
+	                             * that does not exist is skipped, as OpenSSH does */
 	const char *password_file;  /* first line is the password, or NULL; like identity, a regular
 	                             * file (a symlink to one is fine) that group and others may
 	                             * neither read nor write (else the connect fails, naming the
@@ -60,7 +64,10 @@ int ssh_vm_name_ok(const char *name);
 void ssh_nofds_note(void);
 int ssh_nofds_take(void);
 
-/* Connects, verifies the host key, authenticates (agent, identity, password, in that order).
+/* Connects, verifies the host key, authenticates (agent, identity or identities, password, in
+ * that order). -i naming no file, or a public key (.pub), is refused before connecting, each
+ * with its own message; so are a passphrase-protected key that no agent holds (lume-metal asks
+ * for no passphrase: `ssh-add` it) and having no credential at all to offer (SSH_AUTH).
  * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
  * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out.

@@ -1,0 +1,114 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# The user's OpenSSH configuration, read through `ssh -G` ($LUME_METAL_SSH_CONFIG is its -F
+# file): a Host alias with HostName, User, Port, IdentityFile, UserKnownHostsFile and
+# StrictHostKeyChecking reaches a real sshd guest; flags given on the command line win; a
+# ProxyJump of one hop goes through the jump host's session (two hops are refused); OpenSSH's
+# default identities are tried; and each way authentication cannot start has its own message.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+
+guest cfg 127.0.0.71 || exit 1
+cat >"$T/ssh_config" <<EOF
+Host tahoe-cfg
+  HostName 127.0.0.71
+  User $ME
+  Port $PORT
+  IdentityFile $T/id_ed25519
+  UserKnownHostsFile $T/kh-cfg
+  StrictHostKeyChecking accept-new
+Host jumpy
+  HostName 127.0.0.71
+  User $ME
+  Port $PORT
+  ProxyJump mac-alias
+Host jump2
+  HostName 127.0.0.71
+  ProxyJump $ME@127.0.0.72,$ME@127.0.0.73
+Host mac-alias
+  HostName 127.0.0.73
+  User $ME
+  Port $PORT
+  IdentityFile $T/id_ed25519
+EOF
+# A Mac host at 127.0.0.73 whose lume lists the guest above as tahoe-x.
+mkdir -p "$T/g/mac" "$T/lume-mac"
+cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/mac/"
+t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/mac'"
+sh "$TOP/tests/sshd.sh" start "$T/g/mac" 127.0.0.73 "$PORT" --path "$TOP/tests/lume-sim" \
+	--env "LUME_SIM_DIR=$T/lume-mac" --loglevel DEBUG1 || exit 1
+sh "$TOP/tests/lume-sim/vm.sh" "$T/lume-mac" tahoe-x running 127.0.0.71 true
+printf 'mac-alias\n' >"$T/hosts"
+mkdir -p "$T/home" "$T/bare"
+ssh-keygen -q -t ed25519 -N '' -f "$T/other"
+ssh-keygen -q -t ed25519 -N 'a passphrase' -f "$T/locked"
+
+# st OUT ARGS...: status as a user whose HOME is $T/home, with the test's configuration; the
+# JSON lines and stderr into $T/OUT.
+st() {
+	o=$1
+	shift
+	HOME=$T/home LUME_METAL_SSH_CONFIG=$T/ssh_config "$LM" status --lume /nonexistent --state "$T/state" \
+		--json "$@" >"$T/$o" 2>&1
+}
+state() { field state "$T/$1"; }
+
+st alias --host tahoe-cfg
+check_grep "--host ALIAS: HostName, User, Port, IdentityFile of ~/.ssh/config reach the guest" \
+	'"state":"(drift|ok)"' "$T/alias"
+check_has "its address is the HostName" '"address":"127.0.0.71"' "$T/alias"
+check "StrictHostKeyChecking accept-new added the key to its UserKnownHostsFile" grep -q 127.0.0.71 "$T/kh-cfg"
+
+st user --host "nobody-here@tahoe-cfg"
+check_has "an explicit user@ wins over User" 'nobody-here@127.0.0.71' "$T/user"
+st dashu --host tahoe-cfg -u nobody-either
+check_has "-u wins over User" 'nobody-either@127.0.0.71' "$T/dashu"
+st port --host "tahoe-cfg:1"
+check_has "an explicit :port wins over Port" "@127.0.0.71:1: " "$T/port"
+st key --host tahoe-cfg -i "$T/other"
+check_has "-i wins over IdentityFile (an unaccepted key: auth-failed)" '"state":"auth-failed"' "$T/key"
+st kh --host tahoe-cfg --known-hosts "$T/kh-flag"
+check "--known-hosts wins over UserKnownHostsFile" grep -q 127.0.0.71 "$T/kh-flag"
+
+st hosts.out --hosts "$T/hosts" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --accept-new --known-hosts "$T/kh-hosts"
+check_grep "--hosts: a Mac host named by its alias (HostName, Port) is reached, and its guest through it" \
+	'"vm":"mac-alias/tahoe-x".*"state":"(drift|ok)"' "$T/hosts.out"
+
+st jump --host jumpy -i "$T/id_ed25519" --known-hosts "$T/kh-jump" --accept-new
+check_grep "--host ALIAS with a ProxyJump of one hop (itself an alias) reaches the guest" '"state":"(drift|ok)"' \
+	"$T/jump"
+check "... through a direct-tcpip channel of the jump host's session" grep -q "target 127.0.0.71 port" \
+	"$T/g/mac/sshd.log"
+check "... the guest's host key is known by its HostName and port, as OpenSSH does" \
+	grep -q "^\[127.0.0.71\]:$PORT " "$T/kh-jump"
+st jump2 --host jump2
+check_has "a ProxyJump of two hops is refused, said so" 'more than one hop is not supported yet: use --hosts' \
+	"$T/jump2"
+check_has "... as refused" '"state":"refused"' "$T/jump2"
+
+# OpenSSH's default identities: ~/.ssh/id_ed25519 of $HOME, with no -i and no configuration.
+mkdir -p "$T/home/.ssh"
+cp "$T/id_ed25519" "$T/home/.ssh/id_ed25519"
+LUME_METAL_SSH_CONFIG=/dev/null HOME=$T/home "$LM" status --lume /nonexistent --state "$T/state" --json \
+	--host "$ME@127.0.0.71:$PORT" --known-hosts "$T/kh-cfg" >"$T/dflt" 2>&1
+check_grep "no -i: ~/.ssh/id_ed25519 is tried, as OpenSSH does" '"state":"(drift|ok)"' "$T/dflt"
+
+# bare ARGS...: status with nothing configured and an empty HOME.
+bare() {
+	HOME=$T/bare LUME_METAL_SSH_CONFIG=/dev/null "$LM" status --lume /nonexistent --state "$T/state" --json \
+		--host "$ME@127.0.0.71:$PORT" --known-hosts "$T/kh-cfg" "$@" >"$T/bare.out" 2>&1
+}
+bare
+check_has "no credentials at all: said so" 'no credentials to offer' "$T/bare.out"
+bare -i "$T/locked"
+check_has "a passphrase-protected key and no agent: said so" 'is protected by a passphrase and no ssh-agent holds it' \
+	"$T/bare.out"
+bare -i "$T/missing-key"
+check_has "-i naming no file: said so" "private key $T/missing-key does not exist" "$T/bare.out"
+bare -i "$T/other.pub"
+check_has "-i naming a .pub: said so" "is a public key: -i takes the private key ($T/other," "$T/bare.out"
+chmod 644 "$T/other"
+bare -i "$T/other"
+check_has "a key others may read is still refused" "chmod 600 $T/other" "$T/bare.out"
+check "no sanitizer report in any run" sh -c '! grep -l Sanitizer "$1"/*' - "$T"
+t_done
