@@ -1,5 +1,10 @@
 /* cli_vms: the VMs a command names (names, --host, --hosts, --all), run on the fleet engine,
  * and the three forms of output: live on a TTY, plain lines, or JSON. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,35 +244,225 @@ print_line(const cJSON *res)
 	cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
 }
 
-/* Live output on a TTY: one line per finished VM and a progress line beneath them. */
+/* Output as each VM finishes: on a TTY its line above a live progress line; otherwise its line,
+ * or with --json its object, flushed at once (a pipe or a CI log sees it then, and a run killed
+ * by `timeout` has printed what it finished). A watcher thread ticks the live line every second
+ * and takes SIGINT and SIGTERM: the first stops starting VMs (fleet_interrupt), a second
+ * abandons the running ones (their sessions close as this process exits). */
 typedef struct {
+	pthread_mutex_t mu; /* stdout, and everything below */
+	int tty, json;
 	int64_t start;
 	cJSON *states;  /* count per state */
-	char **last;    /* each VM's state so far: a rolled-back VM moves from "deployed" */
-	size_t base, total; /* results settled before the engine's run; all results */
+	cJSON **res;    /* each VM's result so far (a copy): a rolled-back VM moves from "deployed" */
+	unsigned char *started;
+	size_t base, done, total; /* results settled before the engine's run; finished; all results */
+	guest_target **targets;
+	size_t ntargets;
+	int pipe[2];    /* the signal handler's self-pipe */
+	pthread_t watcher;
+	int watching;
 } live;
+
+static int sig_fd = -1;
+
+static void
+on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int e = errno;
+
+	if (sig_fd >= 0 && write(sig_fd, &b, 1) < 0) {
+		/* nothing to do: a full pipe has a signal in it already */
+	}
+	errno = e;
+}
+
+/* The progress line, under l->mu: done/total, counts by state, VMs in progress, the elapsed
+ * seconds and, once two VMs have finished, an estimate of the time left. */
+static void
+live_line(live *l)
+{
+	double el = (double)(lm_now_ms() - l->start) / 1000;
+	size_t done = l->done, run = fleet_running();
+
+	printf("\r\033[K[%zu/%zu]", l->base + done, l->total);
+	for (const cJSON *it = l->states->child; it; it = it->next)
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
+	printf(" | %zu running | %.0fs elapsed", run, el);
+	if (done >= 2 && l->base + done < l->total)
+		printf(", ETA %.0fs", el / (double)done * (double)(l->total - l->base - done));
+	fflush(stdout);
+}
+
+static void
+started(void *ctx, size_t i)
+{
+	live *l = ctx;
+
+	pthread_mutex_lock(&l->mu);
+	l->started[i] = 1;
+	pthread_mutex_unlock(&l->mu);
+}
 
 static void
 progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 {
 	live *l = ctx;
-	double el = (double)(lm_now_ms() - l->start) / 1000;
 
-	if (l->last[i] != NULL)
-		count(l->states, l->last[i], -1);
-	free(l->last[i]);
-	l->last[i] = strdup(str(res, "state", "?"));
-	count(l->states, str(res, "state", "?"), 1);
-	printf("\r\033[K");
-	print_line(res);
 	(void)n;
-	printf("[%zu/%zu]", l->base + done, l->total);
-	for (const cJSON *it = l->states->child; it; it = it->next)
-		cli_printf(" %s %d", it->string, (int)it->valuedouble);
-	printf(" | %.1fs elapsed", el);
-	if (done > 0 && l->base + done < l->total)
-		printf(", ETA %.0fs", el / (double)done * (double)(l->total - l->base - done));
+	pthread_mutex_lock(&l->mu);
+	if (l->res[i] != NULL)
+		count(l->states, str(l->res[i], "state", "?"), -1);
+	cJSON_Delete(l->res[i]);
+	l->res[i] = cJSON_Duplicate(res, 1);
+	count(l->states, str(res, "state", "?"), 1);
+	l->done = done;
+	if (l->tty)
+		printf("\r\033[K");
+	if (l->json)
+		cli_print_json(res);
+	else
+		print_line(res);
+	if (l->tty)
+		live_line(l);
 	fflush(stdout);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void print_summary(cJSON **res, size_t n, int json, double secs);
+
+/* A second interrupt: the running VMs are abandoned (said per VM), the summary is printed with
+ * what is known, and the process exits 130; its sessions close with it. Under l->mu. */
+static void
+abandon(live *l)
+{
+	cJSON **res = calloc(l->total, sizeof *res);
+	size_t n = 0;
+
+	if (l->tty)
+		printf("\r\033[K");
+	for (size_t i = 0; res != NULL && i < l->total; i++) {
+		if (l->res[i] != NULL) {
+			res[n++] = l->res[i];
+			continue;
+		}
+		if (i >= l->ntargets)
+			continue;
+		res[n] = cJSON_CreateObject();
+		cJSON_AddStringToObject(res[n], "vm", l->targets[i]->name);
+		cJSON_AddStringToObject(res[n], "state", l->started[i] ? "abandoned" : "skipped");
+		cJSON_AddStringToObject(res[n], "message", l->started[i] ? "interrupted twice: its session was closed "
+		    "mid-run; nothing recorded" : "interrupted");
+		if (l->started[i]) {
+			if (l->json)
+				cli_print_json(res[n]);
+			else
+				print_line(res[n]);
+		}
+		n++;
+	}
+	print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(130);
+}
+
+static void *
+watch(void *arg)
+{
+	live *l = arg;
+	int seen = 0;
+	sigset_t ss;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &ss, NULL); /* this thread takes them, no worker */
+	for (;;) {
+		struct pollfd pf = {.fd = l->pipe[0], .events = POLLIN};
+		unsigned char b;
+		int k = poll(&pf, 1, 1000);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		pthread_mutex_lock(&l->mu);
+		if (k == 0 && l->tty)
+			live_line(l);
+		if (k > 0 && read(l->pipe[0], &b, 1) == 1) {
+			if (b == 0) { /* the run is over */
+				pthread_mutex_unlock(&l->mu);
+				return NULL;
+			}
+			if (seen++ > 0)
+				abandon(l);
+			fleet_interrupt();
+			if (l->tty)
+				printf("\r\033[K");
+			fflush(stdout);
+			cli_error(0, "interrupted: finishing %zu running VMs; press Ctrl-C again to abandon them",
+			    fleet_running());
+			if (l->tty)
+				live_line(l);
+		}
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+/* Starts the watcher with SIGINT and SIGTERM sent to it alone; 0, or -1 (then no interrupt is
+ * caught and the run goes on as before). */
+static int
+watch_start(live *l, sigset_t *old, struct sigaction *oint, struct sigaction *oterm)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigset_t ss;
+
+	if (pipe(l->pipe) != 0)
+		return -1;
+	fcntl(l->pipe[1], F_SETFL, O_NONBLOCK);
+	sig_fd = l->pipe[1];
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &ss, old); /* the workers inherit it */
+	/* A signal ignored on entry stays ignored (nohup, a script's background job). */
+	sigaction(SIGINT, NULL, oint);
+	sigaction(SIGTERM, NULL, oterm);
+	if (oint->sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	if (oterm->sa_handler != SIG_IGN)
+		sigaction(SIGTERM, &sa, NULL);
+	if (pthread_create(&l->watcher, NULL, watch, l) != 0) {
+		sigaction(SIGINT, oint, NULL);
+		sigaction(SIGTERM, oterm, NULL);
+		pthread_sigmask(SIG_SETMASK, old, NULL);
+		close(l->pipe[0]);
+		close(l->pipe[1]);
+		sig_fd = -1;
+		return -1;
+	}
+	l->watching = 1;
+	return 0;
+}
+
+static void
+watch_stop(live *l, const sigset_t *old, const struct sigaction *oint, const struct sigaction *oterm)
+{
+	unsigned char b = 0;
+
+	if (!l->watching)
+		return;
+	while (write(l->pipe[1], &b, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(l->watcher, NULL);
+	sigaction(SIGINT, oint, NULL);
+	sigaction(SIGTERM, oterm, NULL);
+	sig_fd = -1;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+	close(l->pipe[0]);
+	close(l->pipe[1]);
+	l->watching = 0;
 }
 
 /* The summary: counts by state, and by image version and state. */
@@ -314,9 +509,12 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 {
 	target_list p = {0};
 	cJSON **results = NULL;
-	live l = {.start = lm_now_ms()};
-	int rc, stopped, tty = !c->json && isatty(STDOUT_FILENO);
+	live l = {.mu = PTHREAD_MUTEX_INITIALIZER, .start = lm_now_ms(), .json = c->json,
+		.tty = !c->json && isatty(STDOUT_FILENO)};
+	int rc, stopped;
 	fleet_opts f = c->fleet;
+	sigset_t oldmask;
+	struct sigaction oint, oterm;
 	size_t all;
 
 	o->state = c->state;
@@ -332,40 +530,45 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000);
 		goto done;
 	}
-	if ((results = calloc(all, sizeof *results)) == NULL) {
+	if ((results = calloc(all, sizeof *results)) == NULL || (l.res = calloc(all, sizeof *l.res)) == NULL ||
+	    (l.started = calloc(all, 1)) == NULL || (l.states = cJSON_CreateObject()) == NULL) {
 		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
 		goto done;
 	}
-	if (tty && (l.last = calloc(all, sizeof *l.last)) != NULL) {
-		l.states = cJSON_CreateObject();
-		l.total = all;
-		for (size_t i = 0; i < p.nextra; i++)
-			progress(&l, p.n + i, p.extra[i], i + 1, all);
-		l.base = p.nextra;
-		f.progress = progress;
-		f.progress_ctx = &l;
+	l.total = all;
+	l.targets = p.targets;
+	l.ntargets = p.n;
+	if (l.tty) {
+		pthread_mutex_lock(&l.mu);
+		live_line(&l); /* at once, before any VM answers */
+		pthread_mutex_unlock(&l.mu);
 	}
+	for (size_t i = 0; i < p.nextra; i++)
+		progress(&l, p.n + i, p.extra[i], i + 1, all);
+	l.base = p.nextra;
+	l.done = 0;
+	f.progress = progress;
+	f.progress_ctx = &l;
+	f.started = started;
+	watch_start(&l, &oldmask, &oint, &oterm);
 	stopped = p.n ? fleet_run(results, p.targets, p.n, fn, o, &f) : 0;
+	watch_stop(&l, &oldmask, &oint, &oterm);
 	if (p.nextra > 0)
 		memcpy(results + p.n, p.extra, p.nextra * sizeof *results);
 	p.nextra = 0;
-	if (tty)
+	if (l.tty)
 		printf("\r\033[K");
-	for (size_t i = 0; !tty && i < all; i++) {
-		if (c->json)
-			cli_print_json(results[i]);
-		else
-			print_line(results[i]);
-	}
 	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000);
-	rc = stopped ? EXIT_SOMEFAIL : deploy_exit_code(results, all); /* a stopped run is exit 1 */
+	/* a stopped run is exit 1; an interrupted one 130, as a shell reports SIGINT */
+	rc = fleet_interrupted() ? 130 : stopped ? EXIT_SOMEFAIL : deploy_exit_code(results, all);
 	for (size_t i = 0; i < all; i++)
 		cJSON_Delete(results[i]);
 done:
 	cJSON_Delete(l.states);
-	for (size_t i = 0; l.last && i < p.n + p.nextra; i++)
-		free(l.last[i]);
-	free(l.last);
+	for (size_t i = 0; l.res && i < l.total; i++)
+		cJSON_Delete(l.res[i]);
+	free(l.res);
+	free(l.started);
 	relay_free(p.relay);
 	for (size_t i = 0; i < p.n; i++)
 		guest_target_free(p.targets[i]);

@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl-dev
  openssh-server openssh-client gobjc dash shellcheck llvm libxml2-utils ca-certificates strace
- ansible-core python3 time"
+ ansible-core python3 time tmux"
 # The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), libcurl.
 DEB="$DEB docker-registry apache2-utils libcurl4-openssl-dev curl"
 # make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness
