@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091 # sourced lib
+# shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
 # scripts/lume-preprovision: its own usage for -h and --help, no "ready" claim on --dry-run, and a
 # VM name beginning with '-' refused. lume-metal is a stand-in that logs its arguments.
 . "$(dirname "$0")/../lib.sh"

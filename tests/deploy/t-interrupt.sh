@@ -1,7 +1,7 @@
 # Interrupts and streaming: SIGINT or SIGTERM once finishes the running VMs, records them and
 # skips the rest (exit 130); twice abandons them; lines reach a pipe as each VM finishes; the
 # live line on a real terminal (tmux). One guest is slow on demand: its sysctl waits for a gate.
-# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# shellcheck disable=SC1091,SC2016,SC2034,SC2209 # sourced libs; single-quoted $ is for the inner sh; LM_EXEC=exec is read by lm (common.sh)
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 
