@@ -52,6 +52,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'fail "interrupted"' INT TERM HUP
+# A session that goes away (the controller interrupted or killed) sends no HUP to a command
+# without a terminal; its pipes just close. Writing to them then fails instead of killing this
+# script mid-way, so it runs to its end and its EXIT trap drops the lock and staging.
+trap '' PIPE
 
 usage() {
 	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate]${1:+ ($1)}"

@@ -13,12 +13,23 @@ cat >"$T/slow/sysctl" <<SH
 i=0; while [ ! -e "$T/open" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
 exec "$TOP/tests/guest-sim/bin/sysctl" "\$@"
 SH
-chmod +x "$T/slow/sysctl"
+# Its shasum, which install.sh runs holding the lock before activation, waits for $T/open2 when
+# $T/gate2 exists.
+cat >"$T/slow/shasum" <<SH
+#!/bin/sh
+if [ -e "$T/gate2" ]; then
+	: >"$T/entered2"
+	i=0; while [ ! -e "$T/open2" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+fi
+exec "$TOP/tests/guest-sim/bin/shasum" "\$@"
+SH
+chmod +x "$T/slow/sysctl" "$T/slow/shasum"
 guest slow 127.0.0.71 --path "$T/slow" || exit 1
 guest f1 127.0.0.72 || exit 1
 guest f2 127.0.0.73 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
-A=$(cut -c1-64 "$T/a.tar.gz.sha256")
+"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
+A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 : >"$T/open"
 check_rc "the host keys (status --accept-new)" 0 lm status slow f1 f2 --accept-new
 rm -f "$T/open" "$T/entered"
@@ -79,6 +90,23 @@ check "SIGTERM twice: exit 130 while the guest still waits" sh -c '[ "$1" -eq 13
 check_grep "... the running VM abandoned" '^slow +abandoned +interrupted twice' "$T/int2.out"
 check_grep "... the others skipped, in the summary" '^# 3 VM\(s\):.* abandoned 1.* skipped 2' "$T/int2.out"
 : >"$T/open"
+
+# Twice while the guest's install runs (it holds the lock, before activation): the session closes.
+: >"$T/open"; : >"$T/gate2"
+( LM_EXEC=exec; lm deploy slow --payload "$T/b.tar.gz" >"$T/int3.out" 2>"$T/int3.err" ) &
+pid=$!
+wait_for "$T/entered2"
+kill -TERM "$pid"
+wait_grep interrupted "$T/int3.err"
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+check "mid-install, twice: exit 130, the VM abandoned" sh -c '[ "$1" -eq 130 ] && grep -q "^slow  *abandoned" "$2"' - "$rc" "$T/int3.out"
+: >"$T/open2"
+i=0; while [ -e "$(root slow)/.lock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+check "... the guest's install ran to its end: the new release is current" test "$(readlink "$(root slow)/current")" = "releases/$B"
+check "... and it let go of its lock" test ! -e "$(root slow)/.lock"
+check "... and of its staging folder" sh -c '! ls -A "$1/staging" | grep -q .' - "$(root slow)"
+rm -f "$T/gate2" "$T/open2" "$T/entered2"
 
 # A real terminal (tmux): the live line at once, with VMs in progress and its time ticking;
 # then Ctrl-C once and twice.
