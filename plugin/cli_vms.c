@@ -238,10 +238,35 @@ count(cJSON *obj, const char *name, int delta)
 		cJSON_SetNumberValue(c, c->valuedouble + delta);
 }
 
+/* The shimmed probe's differences from its profile ("maxThreadgroupMemoryLength: want 65536,
+ * got 32768"), from a deploy's install answer or a probe's own; NULL when there are none. */
+static const cJSON *
+differences(const cJSON *res)
+{
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(res, "shimmed"), *d;
+
+	if (!cJSON_IsObject(sh))
+		sh = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "install"), "shimmed");
+	d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sh, "expect"), "differences");
+	return cJSON_IsArray(d) && cJSON_GetArraySize(d) > 0 ? d : NULL;
+}
+
 static void
 print_line(const cJSON *res)
 {
-	cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), str(res, "message", ""));
+	const char *msg = str(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
+	const cJSON *d = strcmp(str(res, "state", ""), "validation-failed") == 0 ? differences(res) : NULL;
+
+	if (d == NULL) {
+		cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), msg);
+		return;
+	}
+	/* The differences in words, not a pointer into the JSON. */
+	cli_printf("%-24s %-18s %.*s:", str(res, "vm", "?"), str(res, "state", "?"),
+	    (int)(see ? (size_t)(see - msg) : strlen(msg)), msg);
+	for (const cJSON *it = d->child; it; it = it->next)
+		cli_printf("%s %s", it == d->child ? "" : ";", cJSON_IsString(it) ? it->valuestring : "?");
+	printf("\n");
 }
 
 /* Output as each VM finishes: on a TTY its line above a live progress line; otherwise its line,
