@@ -251,12 +251,56 @@ differences(const cJSON *res)
 	return cJSON_IsArray(d) && cJSON_GetArraySize(d) > 0 ? d : NULL;
 }
 
+/* A short SHA-256: its first 12 hex digits, or "none". */
+static const char *
+short_sha(char *out, size_t len, const cJSON *o, const char *k)
+{
+	const char *v = str(o, k, NULL);
+
+	snprintf(out, len, "%.12s", v && *v ? v : "none");
+	return out;
+}
+
+/* status in words: current and previous release, the service, the LaunchAgent (which is what
+ * sets the shim for the process launchd runs), the image version's verdict, and drift. */
+static void
+print_status(const cJSON *res, const cJSON *st)
+{
+	const cJSON *svc = cJSON_GetObjectItemCaseSensitive(st, "service");
+	const cJSON *la = cJSON_GetObjectItemCaseSensitive(st, "launchAgent");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(svc, "pid"), *drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
+	char cur[16], prev[16];
+
+	cli_printf("%-24s %-18s current %s, previous %s; service ", str(res, "vm", "?"), str(res, "state", "?"),
+	    short_sha(cur, sizeof cur, st, "current"), short_sha(prev, sizeof prev, st, "previous"));
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "loaded")))
+		printf("not loaded");
+	else if (cJSON_IsNumber(pid) && pid->valuedouble > 0)
+		cli_printf("%s, pid %.0f", str(svc, "state", "loaded"), pid->valuedouble);
+	else
+		cli_printf("%s, no pid", str(svc, "state", "loaded"));
+	printf("; shim %s", !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "present")) ? "not set (no LaunchAgent)" :
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "matches")) ? "set by its LaunchAgent" :
+	    "unknown (the LaunchAgent differs from the release's)");
+	cli_printf("; image verdict %s; drift ", str(res, "verdict", "unknown"));
+	if (!cJSON_IsArray(drift) || cJSON_GetArraySize(drift) == 0)
+		printf("none");
+	for (const cJSON *it = cJSON_IsArray(drift) ? drift->child : NULL; it; it = it->next)
+		cli_printf("%s%s", it == drift->child ? "" : ", ", cJSON_IsString(it) ? it->valuestring : "?");
+	printf("\n");
+}
+
 static void
 print_line(const cJSON *res)
 {
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
 	const char *msg = str(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
 	const cJSON *d = strcmp(str(res, "state", ""), "validation-failed") == 0 ? differences(res) : NULL;
 
+	if (cJSON_IsObject(st) && cJSON_GetObjectItemCaseSensitive(res, "message") == NULL) {
+		print_status(res, st);
+		return;
+	}
 	if (d == NULL) {
 		cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), msg);
 		return;

@@ -25,6 +25,9 @@ check_grep "... where the shim showed Apple9" '"Apple9":true,"Apple10":false' "$
 check "... current is the payload" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
 check "... the LaunchAgent is in place" test -f "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
 check "... and the staged upload is gone" sh -c '! ls "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
+check_rc "status in text" 0 lm status tahoe-1
+check_grep "... shows the release, the service with its pid, the shim, the verdict and drift" \
+	"^tahoe-1 +ok +current ${A%"${A#????????????}"}, previous none; service running, pid [0-9]+; shim set by its LaunchAgent; image verdict pass; drift none\$" "$T/.out"
 check_rc "status" 0 lm status tahoe-1 --json
 check_grep "... shows the release current" "\"current\":\"$A\"" "$T/.out"
 check_grep "... the service running" '"state":"running"' "$T/.out"
@@ -72,6 +75,8 @@ guest tahoe-bad 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
 check_rc "a failing validation is exit 1" 1 lm deploy tahoe-bad --payload "$T/a.tar.gz" --accept-new --image ghcr.io/x/bad:1 --json
 check_grep "... as validation-failed" '"state":"validation-failed"' "$T/.out"
 check "... with nothing activated" test ! -e "$(root tahoe-bad)/current"
+check_rc "status in text of a VM with nothing installed" 0 lm status tahoe-bad --image ghcr.io/x/bad:1
+check_grep "... is not the same ok line" '^tahoe-bad +ok +current none, previous none; service not loaded; shim not set \(no LaunchAgent\); image verdict fail; drift none$' "$T/.out"
 rm -rf "$T/state.bad" && cp -r "$T/state" "$T/state.bad"
 check_rc "... in text, the line names each difference" 1 "$LM" deploy tahoe-bad --payload "$T/a.tar.gz" --force \
 	--lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state.bad"
