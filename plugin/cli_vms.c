@@ -291,7 +291,7 @@ print_status(const cJSON *res, const cJSON *st)
 }
 
 static void
-print_line(const cJSON *res)
+print_line_rest(const cJSON *res)
 {
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
 	const char *msg = str(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
@@ -311,6 +311,49 @@ print_line(const cJSON *res)
 	for (const cJSON *it = d->child; it; it = it->next)
 		cli_printf("%s %s", it == d->child ? "" : ";", cJSON_IsString(it) ? it->valuestring : "?");
 	printf("\n");
+}
+
+/* One probe answer in words: "Apple9, 64 KiB threadgroup memory, shim active". */
+static void
+probe_words(const cJSON *p)
+{
+	const cJSON *fam = cJSON_GetObjectItemCaseSensitive(p, "families");
+	const cJSON *tg = cJSON_GetObjectItemCaseSensitive(p, "maxThreadgroupMemoryLength");
+	const cJSON *shim = cJSON_GetObjectItemCaseSensitive(p, "shim");
+	int top = 0;
+
+	for (int k = 1; k <= 20; k++) {
+		char name[24];
+
+		snprintf(name, sizeof name, "Apple%d", k);
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fam, name)))
+			top = k;
+	}
+	if (top > 0)
+		printf("Apple%d", top);
+	else
+		printf("no Apple family");
+	if (cJSON_IsNumber(tg))
+		printf(", %.0f KiB threadgroup memory", tg->valuedouble / 1024);
+	printf(", shim %s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(shim, "active")) ? "active" : "not active");
+}
+
+static void
+print_line(const cJSON *res)
+{
+	const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
+	const cJSON *shimmed = cJSON_GetObjectItemCaseSensitive(res, "shimmed");
+
+	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
+		/* probe, side by side: the highest Apple family, threadgroup memory, the shim */
+		cli_printf("%-24s %-18s stock: ", str(res, "vm", "?"), str(res, "state", "?"));
+		probe_words(stock);
+		printf(" | shimmed: ");
+		probe_words(shimmed);
+		printf(" | %s\n", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "pass")) ? "pass" : "FAIL");
+		return;
+	}
+	print_line_rest(res);
 }
 
 /* Output as each VM finishes: on a TTY its line above a live progress line; otherwise its line,

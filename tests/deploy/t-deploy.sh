@@ -16,6 +16,8 @@ check_rc "probe --accept-new" 0 lm probe tahoe-1 --payload "$T/a.tar.gz" --accep
 check_grep "... shows stock Apple5 and 32 KiB" '"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check_grep "... and shimmed Apple9 and 64 KiB, passing" '"shimmed":\{.*"Apple9":true,"Apple10":false.*"maxThreadgroupMemoryLength":65536.*"pass":true' "$T/.out"
 check "... installs nothing" test ! -e "$(root tahoe-1)"
+check_rc "probe in text" 0 lm probe tahoe-1 --payload "$T/a.tar.gz"
+check_grep "... shows stock and shimmed side by side" '^tahoe-1 +probed +stock: Apple5, 32 KiB threadgroup memory, shim not active \| shimmed: Apple9, 64 KiB threadgroup memory, shim active \| pass$' "$T/.out"
 check "... and leaves no scratch directory" test "$(find /tmp -maxdepth 1 -name "lume-metal-probe.*" | wc -l)" -eq "$before"
 check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/deploy1"
