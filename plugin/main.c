@@ -320,8 +320,9 @@ usage(FILE *f)
 	for (const cli_command *c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->issue ? " (not built yet)" : "");
 	fprintf(f, "\n'lume-metal help COMMAND' shows one command's flags.\n"
-	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a gate,\n"
-	    "130 interrupted (Ctrl-C once: running VMs finish and are recorded; twice: abandoned).\n");
+	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a\n"
+	    "gate, 130 interrupted (Ctrl-C once: running VMs finish and are recorded; twice:\n"
+	    "they are abandoned).\n");
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
