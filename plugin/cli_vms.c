@@ -149,11 +149,36 @@ from_hosts(target_list *p, cli_conn *c, int nvms, char **vms, int *found)
 	return EXIT_OK;
 }
 
+/* Whether lume (a path, or a name looked up on $PATH) can be run. */
+static int
+lume_runnable(const char *lume)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(lume, '/') != NULL)
+		return access(lume, X_OK) == 0;
+	for (const char *d = path ? path : "/usr/bin:/bin"; d != NULL; d = strchr(d, ':') ? strchr(d, ':') + 1 : NULL) {
+		size_t len = strchr(d, ':') ? (size_t)(strchr(d, ':') - d) : strlen(d);
+
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? d : ".", lume);
+		if (access(buf, X_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 targets(target_list *p, cli_conn *c, int nvms, char **vms)
 {
 	char err[LM_ERRLEN];
 	int rc;
+
+	/* Lume VMs by name or --all need lume: without it every one would fail alike; say it once,
+	 * with the same exit code either way (an input error: the setup, not a VM). */
+	if (c->hosts_file == NULL && (nvms > 0 || c->all) && !lume_runnable(c->lume))
+		return cli_error(EXIT_USAGE, "cannot run %s: not found (install Lume, or pass --lume PATH, --host "
+		    "user@addr or --hosts FILE)", c->lume);
 
 	if (c->hosts_file != NULL) {
 		int *found = calloc((size_t)nvms + 1, sizeof *found);
