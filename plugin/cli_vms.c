@@ -369,6 +369,17 @@ print_line(const cJSON *res)
 	const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
 	const cJSON *shimmed = cJSON_GetObjectItemCaseSensitive(res, "shimmed");
 
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "action"))) { /* --dry-run's plan */
+		char cur[16], nw[16];
+		const char *act = str(res, "action", "?");
+
+		cli_printf("%-24s %-18s current %s, new %s: %s%s%s\n", str(res, "vm", "?"), strcmp(act, "install") == 0 ?
+		    "would install" : strcmp(act, "unchanged") == 0 ? "unchanged" : "would be refused",
+		    short_sha(cur, sizeof cur, res, "current"), short_sha(nw, sizeof nw, res, "new"),
+		    strcmp(act, "install") == 0 ? "install" : act, strcmp(act, "unchanged") == 0 ? "" : ": ",
+		    strcmp(act, "unchanged") == 0 ? "" : str(res, "message", ""));
+		return;
+	}
 	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
 		/* probe, side by side: the highest Apple family, threadgroup memory, the shim */
 		cli_printf("%-24s %-18s stock: ", str(res, "vm", "?"), str(res, "state", "?"));
@@ -602,6 +613,51 @@ watch_stop(live *l, const sigset_t *old, const struct sigaction *oint, const str
 	l->watching = 0;
 }
 
+/* --dry-run: the waves --canary and --batch would make, as fleet_run makes them. */
+static void
+print_waves(guest_target **t, size_t n, const fleet_opts *f, int json)
+{
+	cJSON *waves = cJSON_CreateArray();
+	size_t next = 0, size = f->batch > 0 ? (size_t)f->batch : f->batch_pct > 0 ? (n * (size_t)f->batch_pct + 99) / 100 : n;
+
+	if (size == 0)
+		size = 1;
+	while (next < n) {
+		size_t end = next == 0 && f->canary > 0 ? (size_t)f->canary : next + size;
+		cJSON *w = cJSON_CreateArray();
+
+		if (end > n)
+			end = n;
+		for (; next < end; next++)
+			cJSON_AddItemToArray(w, cJSON_CreateString(t[next]->name));
+		cJSON_AddItemToArray(waves, w);
+	}
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddItemToObject(o, "waves", waves);
+		cli_print_json(o);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("# plan: %d wave(s)", cJSON_GetArraySize(waves));
+	if (f->max_fail >= 0 || f->max_fail_pct >= 0)
+		printf(", stopping when more than %d%s fail", f->max_fail >= 0 ? f->max_fail : f->max_fail_pct,
+		    f->max_fail >= 0 ? "" : "%");
+	printf("\n");
+	{
+		int k = 0;
+
+		for (const cJSON *w = waves->child; w; w = w->next, k++) {
+			printf("#   %s:", k == 0 && f->canary > 0 ? "canary" : "wave");
+			for (const cJSON *v = w->child; v; v = v->next)
+				cli_printf(" %s", v->valuestring);
+			printf("\n");
+		}
+	}
+	cJSON_Delete(waves);
+}
+
 /* The summary: counts by state, and by image version and state. */
 static void
 print_summary(cJSON **res, size_t n, int json, double secs)
@@ -695,6 +751,8 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	p.nextra = 0;
 	if (l.tty)
 		printf("\r\033[K");
+	if (o->dry_run && p.n > 0)
+		print_waves(p.targets, p.n, &f, c->json);
 	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000);
 	/* a stopped run is exit 1; an interrupted one 130, as a shell reports SIGINT */
 	rc = fleet_interrupted() ? 130 : stopped ? EXIT_SOMEFAIL : deploy_exit_code(results, all);

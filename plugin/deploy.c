@@ -237,6 +237,19 @@ record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 	}
 }
 
+/* --dry-run's plan for one VM: the current release (or null), the new one, and what would
+ * happen: "install", "unchanged" or "refused" (the state's message says why). */
+static void
+plan_data(cJSON *r, const vm_session *s, const deploy_opts *o, const char *action)
+{
+	if (s->f.current)
+		cJSON_AddStringToObject(r, "current", s->f.current);
+	else
+		cJSON_AddNullToObject(r, "current");
+	cJSON_AddStringToObject(r, "new", o->info->sha256);
+	cJSON_AddStringToObject(r, "action", action);
+}
+
 int
 deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
@@ -265,11 +278,15 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		    "again: lume-metal deploy %s%s%s --force; refused by the record of %s", t->lume || t->via ? "" : "--host ",
 		    vm, t->via ? " --hosts FILE" : "", ledger_record_who(who, sizeof who, last));
 		set_state(r, "refused", why);
+		if (o->dry_run)
+			plan_data(r, &s, o, "refused");
 		goto done;
 	}
 	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
+		if (o->dry_run)
+			plan_data(r, &s, o, "unchanged");
 		goto done;
 	}
 	if (o->dry_run) {
@@ -280,6 +297,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddItemToArray(plan, cJSON_CreateString("probe stock and shimmed against the profile"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("on a pass: switch current, bootstrap the LaunchAgent"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("record the verdict in the ledger"));
+		plan_data(r, &s, o, "install");
 		set_state(r, "skipped", recorded ? "dry run: nothing changed (image version recorded)"
 		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
 		goto done;

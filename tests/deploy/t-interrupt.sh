@@ -108,6 +108,19 @@ check "... and it let go of its lock" test ! -e "$(root slow)/.lock"
 check "... and of its staging folder" sh -c '! ls -A "$1/staging" | grep -q .' - "$(root slow)"
 rm -f "$T/gate2" "$T/open2" "$T/entered2"
 
+# --dry-run prints the plan: per VM the current release, the new one and what would happen,
+# then the waves. (Not an interrupt; it needs three guests, as this test has.)
+: >"$T/open"
+check_rc "deploy --dry-run --canary 1 --batch 1" 0 lm deploy slow f1 f2 --payload "$T/b.tar.gz" --dry-run --canary 1 --batch 1 --parallel 1
+check_grep "... a VM already on it: unchanged" "^slow +unchanged +current ${B%"${B#????????????}"}, new ${B%"${B#????????????}"}: unchanged\$" "$T/.out"
+check_grep "... a stock VM: would install" "^f1 +would install +current none, new ${B%"${B#????????????}"}: install: dry run" "$T/.out"
+check_grep "... then the waves" '^#   canary: slow$' "$T/.out"
+check_grep "... one VM each" '^#   wave: f2$' "$T/.out"
+check_rc "... and in JSON" 0 lm deploy slow f1 f2 --payload "$T/b.tar.gz" --dry-run --canary 1 --batch 2 --json
+check_grep "... the waves as one object" '^\{"waves":\[\["slow"\],\["f1","f2"\]\]\}$' "$T/.out"
+check "... and nothing changed" test "$(currents | tr '\n' ' ')" = "releases/$B none none "
+rm -f "$T/open"
+
 # A real terminal (tmux): the live line at once, with VMs in progress and its time ticking;
 # then Ctrl-C once and twice.
 rm -f "$T/open" "$T/entered"
