@@ -303,5 +303,13 @@ for d in "$ROOT/releases"/*; do
 	n=${d##*/}
 	[ "$n" = "$sha" ] || [ "$n" = "$keep_prev" ] || rm -rf "$d"
 done
-emit installed
+# The result is also kept as install.json (the current release's install), so a deploy that
+# finds this release current with no ledger record for it (its session went away before the
+# answer arrived) records it from here.
+if emit installed >"$ROOT/.install.json.$$" 2>/dev/null && mv -f "$ROOT/.install.json.$$" "$ROOT/install.json"; then
+	cat "$ROOT/install.json"
+else
+	rm -f "$ROOT/.install.json.$$"
+	emit installed
+fi
 exit 0

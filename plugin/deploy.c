@@ -237,6 +237,75 @@ record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 	}
 }
 
+/* o's string k, or "" (never NULL). */
+static const char *
+str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Whether the ledger holds a deploy record of this VM with this payload: last (the key's last
+ * deploy record) first, else the key's whole document. A ledger that cannot be read counts as
+ * recorded (the deploy goes on as unchanged; status and ledger show name the problem). */
+static int
+recorded_for(const deploy_opts *o, const cJSON *key, const guest_target *t, const cJSON *last)
+{
+	char err[LM_ERRLEN];
+	cJSON *doc = NULL;
+	const cJSON *rec;
+	int found = 0;
+
+	if (last && strcmp(str_of(last, "vm"), t->name) == 0 && strcmp(str_of(last, "payloadSha256"),
+	    o->info->sha256) == 0)
+		return 1;
+	if (ledger_load(&doc, o->state, key, err) != LM_OK)
+		return 1;
+	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records"))
+		if (strcmp(str_of(rec, "kind"), "deploy") == 0 && strcmp(str_of(rec, "vm"), t->name) == 0 &&
+		    strcmp(str_of(rec, "payloadSha256"), o->info->sha256) == 0 && strcmp(str_of(rec, "verdict"), "pass") == 0)
+			found = 1;
+	cJSON_Delete(doc);
+	return found;
+}
+
+/* The payload is current but the ledger has no record of its install on this VM (a run that
+ * was interrupted or killed after the guest activated it): the record is made from the result
+ * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
+static void
+reconcile(cJSON *r, vm_session *s, const guest_target *t, const deploy_opts *o)
+{
+	static const char *const a[] = {"sh", "-c", "cd \"$HOME/Library/Application Support/lume-metal\" && "
+	    "cat install.json", NULL};
+	cJSON *res = NULL, *rec;
+	const cJSON *stock;
+	char msg[LM_ERRLEN];
+	int code = 0;
+
+	if (guest_run_json(&res, &code, s->c, a, NULL, msg) != LM_OK || code != 0 ||
+	    strcmp(str_of(res, "result"), "installed") != 0 || strcmp(str_of(res, "sha256"), o->info->sha256) != 0 ||
+	    !cJSON_IsObject(stock = cJSON_GetObjectItemCaseSensitive(res, "stock"))) {
+		set_state(r, "unchanged", "this payload is already current, but the ledger has no record of its "
+		    "install on this VM and the guest kept no result for it (install.json): --force validates and "
+		    "records it");
+		cJSON_Delete(res);
+		return;
+	}
+	rec = record_new("deploy", t, o);
+	cJSON_AddStringToObject(rec, "verdict", "pass");
+	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+	cJSON_AddTrueToObject(rec, "reconciled");
+	set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a run "
+	    "interrupted or killed after the guest activated it): recorded now from the guest's install.json");
+	cJSON_AddTrueToObject(r, "reconciled");
+	record(r, o, s->key, rec);
+	cJSON_Delete(rec);
+	cJSON_Delete(res);
+}
+
 /* --dry-run's plan for one VM: the current release (or null), the new one, and what would
  * happen: "install", "unchanged" or "refused" (the state's message says why). */
 static void
@@ -287,6 +356,8 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
 		if (o->dry_run)
 			plan_data(r, &s, o, "unchanged");
+		else if (!recorded_for(o, s.key, t, last))
+			reconcile(r, &s, t, o);
 		goto done;
 	}
 	if (o->dry_run) {

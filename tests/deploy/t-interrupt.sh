@@ -106,6 +106,15 @@ i=0; while [ -e "$(root slow)/.lock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i 
 check "... the guest's install ran to its end: the new release is current" test "$(readlink "$(root slow)/current")" = "releases/$B"
 check "... and it let go of its lock" test ! -e "$(root slow)/.lock"
 check "... and of its staging folder" sh -c '! ls -A "$1/staging" | grep -q .' - "$(root slow)"
+recs() { cat "$T"/state/ledger/*.json | grep -c "\"payloadSha256\":[[:space:]]*\"$1\""; }
+check "... and it is not in the ledger" test "$(recs "$B")" -eq 0
+rm -f "$T/gate2"
+check_rc "the next deploy finds it current" 0 lm deploy slow --payload "$T/b.tar.gz"
+check_grep "... and records it from the guest's install.json" '^slow +unchanged +this payload is already current; its install was not in the ledger.*recorded now' "$T/.out"
+check "... one record" test "$(recs "$B")" -eq 1
+check_rc "a deploy after that" 0 lm deploy slow --payload "$T/b.tar.gz"
+check_grep "... is plainly unchanged" '^slow +unchanged +this payload is already current$' "$T/.out"
+check "... and records nothing more" test "$(recs "$B")" -eq 1
 rm -f "$T/gate2" "$T/open2" "$T/entered2"
 
 # --dry-run prints the plan: per VM the current release, the new one and what would happen,
