@@ -23,7 +23,7 @@ set -u
 payload="" want="" validate=1
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false
-work="" locked=0 new_rel=0 displaced="" activating=0 R=""
+work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
 emit() {
@@ -41,6 +41,8 @@ emit() {
 	jopt "$plist"
 	printf ',"validated":%s,"reason":' "$validated"
 	jopt "$reason"
+	printf ',"cleaned":'
+	jopt "$cleaned"
 	printf ',"stock":%s,"shimmed":%s}\n' "$stock_json" "$shimmed_json"
 }
 # cleanup: the work directory and the lock, in one rm.
@@ -104,6 +106,13 @@ mkdir -p "$ROOT/releases" "$ROOT/staging" "$AGENTS" "$LOGS" 2>/dev/null ||
 	fail "cannot create $ROOT, $AGENTS or $LOGS (full disk or permissions?)"
 lock || fail "another lume-metal install or rollback holds $ROOT/.lock (remove it if no such process runs)"
 locked=1
+# What an earlier run left (its session went away, or it was killed): a lock whose pid is dead,
+# and staging folders; with the lock held, no other install's can be among them.
+[ -z "$l_stale" ] || cleaned="the lock of pid $l_stale, which is dead"
+for d in "$ROOT/staging"/.install.*; do
+	[ -d "$d" ] || continue
+	rm -rf "$d" && cleaned="${cleaned:+$cleaned, }staging/${d##*/}"
+done
 link_sha current
 cur_sha=$l_sha
 link_sha previous

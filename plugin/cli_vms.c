@@ -327,7 +327,12 @@ print_line_rest(const cJSON *res)
 		return;
 	}
 	if (d == NULL) {
-		cli_printf("%-24s %-18s %s\n", str(res, "vm", "?"), str(res, "state", "?"), msg);
+		const char *cleaned = str(cJSON_GetObjectItemCaseSensitive(res, "install"), "cleaned", "");
+
+		cli_printf("%-24s %-18s %s", str(res, "vm", "?"), str(res, "state", "?"), msg);
+		if (*cleaned) /* what an earlier, interrupted run left in the guest */
+			cli_printf("%scleaned up after an earlier run: %s", *msg ? "; " : "", cleaned);
+		printf("\n");
 		return;
 	}
 	/* The differences in words, not a pointer into the JSON. */

@@ -117,17 +117,29 @@ check_grep "... is plainly unchanged" '^slow +unchanged +this payload is already
 check "... and records nothing more" test "$(recs "$B")" -eq 1
 rm -f "$T/gate2" "$T/open2" "$T/entered2"
 
+# What a killed run leaves (a lock whose pid is dead, a staging folder) is cleaned and reported.
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+mkdir -p "$(root f1)/.lock" "$(root f1)/staging/.install.4242/release"
+echo "$dead" >"$(root f1)/.lock/pid"
+: >"$T/open"
+check_rc "a deploy onto a guest with a stale lock and staging folder" 0 lm deploy f1 --payload "$T/a.tar.gz"
+check_grep "... reports what it cleaned" "^f1 +deployed +cleaned up after an earlier run: the lock of pid $dead, which is dead, staging/.install.4242\$" "$T/.out"
+check "... and left neither behind" sh -c '[ ! -e "$1/.lock" ] && [ -z "$(ls -A "$1/staging")" ]' - "$(root f1)"
+rm -f "$T/open"
+
 # --dry-run prints the plan: per VM the current release, the new one and what would happen,
 # then the waves. (Not an interrupt; it needs three guests, as this test has.)
 : >"$T/open"
 check_rc "deploy --dry-run --canary 1 --batch 1" 0 lm deploy slow f1 f2 --payload "$T/b.tar.gz" --dry-run --canary 1 --batch 1 --parallel 1
 check_grep "... a VM already on it: unchanged" "^slow +unchanged +current ${B%"${B#????????????}"}, new ${B%"${B#????????????}"}: unchanged\$" "$T/.out"
-check_grep "... a stock VM: would install" "^f1 +would install +current none, new ${B%"${B#????????????}"}: install: dry run" "$T/.out"
+check_grep "... a stock VM: would install" "^f2 +would install +current none, new ${B%"${B#????????????}"}: install: dry run" "$T/.out"
 check_grep "... then the waves" '^#   canary: slow$' "$T/.out"
 check_grep "... one VM each" '^#   wave: f2$' "$T/.out"
 check_rc "... and in JSON" 0 lm deploy slow f1 f2 --payload "$T/b.tar.gz" --dry-run --canary 1 --batch 2 --json
 check_grep "... the waves as one object" '^\{"waves":\[\["slow"\],\["f1","f2"\]\]\}$' "$T/.out"
-check "... and nothing changed" test "$(currents | tr '\n' ' ')" = "releases/$B none none "
+check "... and nothing changed" test "$(currents | tr '\n' ' ')" = "releases/$B releases/$A none "
 rm -f "$T/open"
 
 # A real terminal (tmux): the live line at once, with VMs in progress and its time ticking;
