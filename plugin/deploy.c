@@ -16,6 +16,10 @@ static const char install_script[] =
     /* uploads of earlier runs that died mid-transfer; a live one is never 10 minutes old */
     "find \"${1%/*}\" -name '.*.part.*' -mmin +10 -exec rm -f {} + 2>/dev/null; exit $rc";
 static const char probe_script[] =
+    /* a payload for another target cannot run here: say so, not "Exec format error" */
+    "case $(uname -s) in Darwin) t=macos ;; *) t=linux-sim ;; esac\n"
+    "[ \"$t\" = \"$2\" ] || { rm -rf \"$1\"; echo \"the probe payload is for $2 but this guest runs $t; pass --target $t "
+    "(or --payload FILE of that target, or --no-probe)\" >&2; exit 3; }\n"
     "cd \"$1\" || exit 1\n"
     "trap 'rm -rf \"$1\"' EXIT\n"
     "tar -xzf payload.tar.gz bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
@@ -439,7 +443,7 @@ probe_in_guest(cJSON *r, ssh_conn *c, const deploy_opts *o)
 	if (upload_to(r, c, o, dir, "payload.tar.gz") != LM_OK)
 		goto done;
 	{
-		const char *a[] = {"sh", "-c", probe_script, "sh", dir, NULL};
+		const char *a[] = {"sh", "-c", probe_script, "sh", dir, o->info->target, NULL};
 
 		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
 			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
@@ -547,10 +551,28 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "failed") != 0) {
 		cJSON *p = cJSON_AddObjectToObject(r, "probe");
 
-		if (probe_in_guest(p, s.c, o) != LM_OK)
-			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
+		if (probe_in_guest(p, s.c, o) != LM_OK) {
+			/* The rollback happened; the stock probe after it did not: the VM fails, saying both. */
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "message");
+			char why[LM_ERRLEN + 100];
+
+			snprintf(why, sizeof why, "rolled back to none, but the stock probe after it failed: %s",
+			    cJSON_IsString(m) ? m->valuestring : "it did not run");
+			cJSON_AddStringToObject(r, "probeError", cJSON_IsString(m) ? m->valuestring : "it did not run");
+			set_state(r, "failed", why);
+		}
 	}
 	rec = record_new("rollback", t, o);
+	/* The release this rollback left, not the probe payload's SHA-256 (that is probePayloadSha256). */
+	if (o->info) {
+		cJSON_AddStringToObject(rec, "probePayloadSha256", o->info->sha256);
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "payloadSha256");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "profile");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "workload");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "target");
+	}
+	if (s.f.current)
+		cJSON_AddStringToObject(rec, "payloadSha256", s.f.current);
 	cJSON_AddStringToObject(rec, "to", o->to);
 	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
 		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(

@@ -7,6 +7,7 @@
 guest tahoe-1 127.0.0.2 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null && "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
+"$LM" build --target macos -o "$T/mac.tar.gz" >/dev/null 2>&1 || echo "# no macos payload: the wrong-target check will fail"
 
 check_rc "an unknown host key is refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
 check_grep "... naming its fingerprint" 'unknown host key SHA256:' "$T/.out"
@@ -59,6 +60,13 @@ check "... the first payload is current again" test "$(readlink "$(root tahoe-1)
 check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none --target linux-sim --json
 check_grep "... then probes and shows the stock answers" '"probe":\{.*"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check "... leaving nothing of lume-metal behind" test ! -e "$(root tahoe-1)"
+check "... its ledger row names the release it removed, not the probe payload" sh -c 'python3 - "$1" "$2" <<"PY"
+import glob, json, sys
+recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"] if r["kind"] == "rollback" and r.get("to") == "none"]
+sys.exit(0 if recs and recs[-1].get("payloadSha256") == sys.argv[2] and "probePayloadSha256" in recs[-1] else 1)
+PY' - "$T/state" "$A"
+check_rc "rollback --to none with a payload of another target (exit 1)" 1 lm rollback tahoe-1 --to none --payload "$T/mac.tar.gz"
+check_grep "... says why in text" '^tahoe-1 +failed +rolled back to none, but the stock probe after it failed: .*the probe payload is for macos but this guest runs linux-sim' "$T/.out"
 check "... removes releases, current and previous" sh -c '! ls -A "$1" | grep -Eq "releases|current|previous"' - "$(root tahoe-1)"
 check "... and the LaunchAgent" test ! -e "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
 check_rc "rollback with nothing installed" 0 lm rollback tahoe-1 --to none --no-probe
