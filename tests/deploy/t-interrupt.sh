@@ -79,13 +79,20 @@ check "with --json too: exit 130, the running VM reported, the rest skipped" sh 
 rm -f "$T/open" "$T/entered"
 
 # Twice: the running VM is abandoned at once (its session closes), the rest skipped, exit 130.
-( LM_EXEC=exec; lm status slow f1 f2 --parallel 1 >"$T/int2.out" 2>"$T/int2.err" ) &
-pid=$!
-wait_for "$T/entered"
-kill -TERM "$pid"
-wait_grep interrupted "$T/int2.err"
-kill -TERM "$pid"
-wait "$pid"; rc=$?
+# twice NAME ENTERED ARGS...: lm ARGS in the background (NAME.out, NAME.err), SIGTERM once ENTERED
+# exists, again once it said "interrupted"; rc gets its exit code.
+twice() {
+	tw=$1 te=$2
+	shift 2
+	( LM_EXEC=exec; lm "$@" >"$T/$tw.out" 2>"$T/$tw.err" ) &
+	pid=$!
+	wait_for "$te"
+	kill -TERM "$pid"
+	wait_grep interrupted "$T/$tw.err"
+	kill -TERM "$pid"
+	wait "$pid"; rc=$?
+}
+twice int2 "$T/entered" status slow f1 f2 --parallel 1
 check "SIGTERM twice: exit 130 while the guest still waits" sh -c '[ "$1" -eq 130 ] && [ ! -e "$2" ]' - "$rc" "$T/open"
 check_grep "... the running VM abandoned" '^slow +abandoned +interrupted twice' "$T/int2.out"
 check_grep "... the others skipped, in the summary" '^# 3 VM\(s\):.* abandoned 1.* skipped 2' "$T/int2.out"
@@ -93,13 +100,7 @@ check_grep "... the others skipped, in the summary" '^# 3 VM\(s\):.* abandoned 1
 
 # Twice while the guest's install runs (it holds the lock, before activation): the session closes.
 : >"$T/open"; : >"$T/gate2"
-( LM_EXEC=exec; lm deploy slow --payload "$T/b.tar.gz" >"$T/int3.out" 2>"$T/int3.err" ) &
-pid=$!
-wait_for "$T/entered2"
-kill -TERM "$pid"
-wait_grep interrupted "$T/int3.err"
-kill -TERM "$pid"
-wait "$pid"; rc=$?
+twice int3 "$T/entered2" deploy slow --payload "$T/b.tar.gz"
 check "mid-install, twice: exit 130, the VM abandoned" sh -c '[ "$1" -eq 130 ] && grep -q "^slow  *abandoned" "$2"' - "$rc" "$T/int3.out"
 : >"$T/open2"
 i=0; while [ -e "$(root slow)/.lock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
