@@ -211,7 +211,9 @@ render_plist() {
 	sed_repl "$1"
 	sed -e "s|__LUME_METAL_RELEASE__|$e_out|g" -e "s|__LUME_METAL_HOME__|$r_home|g" "$1/LaunchAgent.plist"
 }
+# lock: takes $ROOT/.lock, or one whose pid is dead (l_stale gets that pid); 1 when held.
 lock() {
+	l_stale=""
 	if mkdir "$ROOT/.lock" 2>/dev/null; then
 		echo $$ >"$ROOT/.lock/pid" 2>/dev/null
 		return 0
@@ -219,7 +221,7 @@ lock() {
 	p=$(cat "$ROOT/.lock/pid" 2>/dev/null)
 	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
 		rm -rf "$ROOT/.lock"
-		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; return 0; }
+		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; l_stale=$p; return 0; }
 	fi
 	return 1
 }

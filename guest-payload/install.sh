@@ -23,7 +23,7 @@ set -u
 payload="" want="" validate=1
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false
-work="" locked=0 new_rel=0 displaced="" activating=0 R=""
+work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
 emit() {
@@ -41,6 +41,8 @@ emit() {
 	jopt "$plist"
 	printf ',"validated":%s,"reason":' "$validated"
 	jopt "$reason"
+	printf ',"cleaned":'
+	jopt "$cleaned"
 	printf ',"stock":%s,"shimmed":%s}\n' "$stock_json" "$shimmed_json"
 }
 # cleanup: the work directory and the lock, in one rm.
@@ -52,6 +54,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'fail "interrupted"' INT TERM HUP
+# A session that goes away (the controller interrupted or killed) sends no HUP to a command
+# without a terminal; its pipes just close. Writing to them then fails instead of killing this
+# script mid-way, so it runs to its end and its EXIT trap drops the lock and staging.
+trap '' PIPE
 
 usage() {
 	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate]${1:+ ($1)}"
@@ -100,6 +106,13 @@ mkdir -p "$ROOT/releases" "$ROOT/staging" "$AGENTS" "$LOGS" 2>/dev/null ||
 	fail "cannot create $ROOT, $AGENTS or $LOGS (full disk or permissions?)"
 lock || fail "another lume-metal install or rollback holds $ROOT/.lock (remove it if no such process runs)"
 locked=1
+# What an earlier run left (its session went away, or it was killed): a lock whose pid is dead,
+# and staging folders; with the lock held, no other install's can be among them.
+[ -z "$l_stale" ] || cleaned="the lock of pid $l_stale, which is dead"
+for d in "$ROOT/staging"/.install.*; do
+	[ -d "$d" ] || continue
+	rm -rf "$d" && cleaned="${cleaned:+$cleaned, }staging/${d##*/}"
+done
 link_sha current
 cur_sha=$l_sha
 link_sha previous
@@ -299,5 +312,13 @@ for d in "$ROOT/releases"/*; do
 	n=${d##*/}
 	[ "$n" = "$sha" ] || [ "$n" = "$keep_prev" ] || rm -rf "$d"
 done
-emit installed
+# The result is also kept as install.json (the current release's install), so a deploy that
+# finds this release current with no ledger record for it (its session went away before the
+# answer arrived) records it from here.
+if emit installed >"$ROOT/.install.json.$$" 2>/dev/null && mv -f "$ROOT/.install.json.$$" "$ROOT/install.json"; then
+	cat "$ROOT/install.json"
+else
+	rm -f "$ROOT/.install.json.$$"
+	emit installed
+fi
 exit 0

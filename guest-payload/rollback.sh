@@ -111,7 +111,7 @@ if [ "$mode" = none ]; then
 		[ -d "$s" ] || continue
 		rm -rf "$s" && removed="$removed$nl$s"
 	done
-	rm -f "$ROOT/current" "$ROOT/previous" "$ROOT"/.current.tmp.* "$ROOT"/.previous.tmp.*
+	rm -f "$ROOT/current" "$ROOT/previous" "$ROOT"/.current.tmp.* "$ROOT"/.previous.tmp.* "$ROOT/install.json"
 	rm -rf "$ROOT/staging"
 	rmdir "$ROOT/releases" 2>/dev/null
 	if [ ! -e "$ROOT/image.json" ]; then

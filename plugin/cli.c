@@ -456,6 +456,17 @@ cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, i
 	return 1;
 }
 
+int
+cli_format(const char *arg, const char *cmd, int *json)
+{
+	if (strcmp(arg, "json") == 0 || strcmp(arg, "text") == 0) {
+		*json = arg[0] == 'j';
+		return 1;
+	}
+	cli_error(EXIT_USAGE, "%s: --format %s: not json or text", cmd, arg);
+	return -1;
+}
+
 /* "N" into *n, or "P%" (1..100) into *pct. */
 static int
 count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n, int *pct)
@@ -502,6 +513,7 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1033: c->fleet.rollback_on_fail = 1; return 1;
 	case 1007: c->state = arg; return 1;
 	case 1008: c->json = 1; return 1;
+	case 1015: return cli_format(arg, cmd, &c->json);
 	case 1009: c->lume = arg; return 1;
 	case 1010: return cli_number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
 	case 1011: c->all = 1; return 1;

@@ -65,6 +65,10 @@ int cli_help(const char *name);
  * Returns the option, -1 at the end, or '?' after printing the reason. */
 int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
 
+/* --format json|text (as Lume spells it; --json is its alias) into *json: 1, or -1 after
+ * printing the reason. */
+int cli_format(const char *arg, const char *cmd, int *json);
+
 /* Parses a whole number lo..hi for flag; prints the reason and returns -1, else 1. */
 int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out);
 
@@ -109,7 +113,8 @@ typedef struct {
 	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
 	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
 	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
-	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}
+	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}, \
+	{"format", required_argument, NULL, 1015}
 #define CLI_CONN_SHORT "u:i:"
 #define CLI_FLEET_OPTIONS \
 	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \

@@ -14,7 +14,7 @@ cmd_build(int argc, char **argv)
 	static const struct option opts[] = {
 		{"target", required_argument, NULL, 't'}, {"profile", required_argument, NULL, 'p'},
 		{"workload", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0},
+		{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
 	};
 	payload_build_opts o = {.datadir = cli_datadir(), .target = "macos", .workload = "llama-server"};
 	char err[LM_ERRLEN], defout[64];
@@ -29,6 +29,7 @@ cmd_build(int argc, char **argv)
 		case 'w': o.workload = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'j': json = 1; break;
+		case 'F': if (cli_format(optarg, "build", &json) < 0) return EXIT_USAGE; break;
 		default: return EXIT_USAGE;
 		}
 	}

@@ -24,14 +24,15 @@ cmd_inventory(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"hosts", required_argument, NULL, 'f'}, {"list", no_argument, NULL, 'l'},
-		{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'}, {NULL, 0, NULL, 0},
+		{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'},
+		{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
 	};
 	const char *file = NULL, *name = NULL, *user = "lume";
 	char err[LM_ERRLEN];
 	guest_target **hosts = NULL;
 	size_t n = 0;
 	cJSON *out = NULL;
-	int c, list = 0, rc;
+	int c, list = 0, rc, json = 1;
 
 	while ((c = cli_getopt(argc, argv, "inventory", "u:", opts)) != -1) {
 		switch (c) {
@@ -39,6 +40,14 @@ cmd_inventory(int argc, char **argv)
 		case 'l': list = 1; break;
 		case 'n': name = optarg; break;
 		case 'u': user = optarg; break;
+		case 'j': break; /* its only output is JSON: --json is accepted, as every command does */
+		case 'F':
+			if (cli_format(optarg, "inventory", &json) < 0)
+				return EXIT_USAGE;
+			if (!json)
+				return cli_error(EXIT_USAGE, "inventory: prints JSON only (an Ansible inventory); "
+				    "--format text is not offered");
+			break;
 		default: return EXIT_USAGE;
 		}
 	}

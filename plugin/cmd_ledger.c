@@ -1,7 +1,9 @@
 /* lume-metal ledger: the results per image version, shown, exported or merged from other machines. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "identity.h"
@@ -86,6 +88,33 @@ each(const cJSON *doc, const char *path, void *ctx)
 	return 0;
 }
 
+/* Whether directory dir (or its ledger/) holds a ledger document (a *.json file). */
+static int
+holds_documents(const char *dir)
+{
+	char sub[4096];
+	const char *where[] = {dir, sub};
+
+	snprintf(sub, sizeof sub, "%s/ledger", dir);
+	for (size_t k = 0; k < 2; k++) {
+		DIR *d = opendir(where[k]);
+		struct dirent *e;
+		int found = 0;
+
+		if (d == NULL)
+			continue;
+		while (!found && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+
+			found = e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
+		}
+		closedir(d);
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
 /* ledger merge SRC...: records fetched from other machines into this ledger. */
 static int
 merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
@@ -99,6 +128,13 @@ merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
 		    "directory or a state directory); see 'lume-metal help ledger'");
 	if (mode == 'c' || image != NULL)
 		return cli_error(EXIT_USAGE, "ledger merge: takes neither --csv nor --image");
+	for (int i = 0; i < nsrcs; i++) { /* a folder of nothing is a wrong path, not a merge of nothing */
+		struct stat st;
+
+		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode) && !holds_documents(srcs[i]))
+			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger document (*.json, or ledger/*.json); "
+			    "nothing was merged", srcs[i]);
+	}
 	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (mode == 'j') {

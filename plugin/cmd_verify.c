@@ -8,7 +8,7 @@ int
 cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"sha256-file", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+		{"sha256-file", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *sha = NULL;
@@ -20,6 +20,7 @@ cmd_verify(int argc, char **argv)
 		switch (c) {
 		case 's': sha = optarg; break;
 		case 'j': json = 1; break;
+		case 'F': if (cli_format(optarg, "verify", &json) < 0) return EXIT_USAGE; break;
 		default: return EXIT_USAGE;
 		}
 	}

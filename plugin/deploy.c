@@ -19,6 +19,10 @@ static const char install_script[] =
     /* uploads of earlier runs that died mid-transfer; a live one is never 10 minutes old */
     "find \"${1%/*}\" -name '.*.part.*' -mmin +10 -exec rm -f {} + 2>/dev/null; exit $rc";
 static const char probe_script[] =
+    /* a payload for another target cannot run here: say so, not "Exec format error" */
+    "case $(uname -s) in Darwin) t=macos ;; *) t=linux-sim ;; esac\n"
+    "[ \"$t\" = \"$2\" ] || { rm -rf \"$1\"; echo \"the probe payload is for $2 but this guest runs $t; pass --target $t "
+    "(or --payload FILE of that target, or --no-probe)\" >&2; exit 3; }\n"
     "cd \"$1\" || exit 1\n"
     "trap 'rm -rf \"$1\"' EXIT\n"
     "tar -xzf payload.tar.gz bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
@@ -317,6 +321,88 @@ record(cJSON *r, const deploy_opts *o, const cJSON *key, const cJSON *rec)
 	}
 }
 
+/* o's string k, or "" (never NULL). */
+static const char *
+str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Whether the ledger holds a deploy record of this VM with this payload: last (the key's last
+ * deploy record) first, else the key's whole document. A ledger that cannot be read counts as
+ * recorded (the deploy goes on as unchanged; status and ledger show name the problem). */
+static int
+recorded_for(const deploy_opts *o, const cJSON *key, const guest_target *t, const cJSON *last)
+{
+	char err[LM_ERRLEN];
+	cJSON *doc = NULL;
+	const cJSON *rec;
+	int found = 0;
+
+	if (last && strcmp(str_of(last, "vm"), t->name) == 0 && strcmp(str_of(last, "payloadSha256"),
+	    o->info->sha256) == 0)
+		return 1;
+	if (ledger_load(&doc, o->state, key, err) != LM_OK)
+		return 1;
+	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records"))
+		if (strcmp(str_of(rec, "kind"), "deploy") == 0 && strcmp(str_of(rec, "vm"), t->name) == 0 &&
+		    strcmp(str_of(rec, "payloadSha256"), o->info->sha256) == 0 && strcmp(str_of(rec, "verdict"), "pass") == 0)
+			found = 1;
+	cJSON_Delete(doc);
+	return found;
+}
+
+/* The payload is current but the ledger has no record of its install on this VM (a run that
+ * was interrupted or killed after the guest activated it): the record is made from the result
+ * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
+static void
+reconcile(cJSON *r, vm_session *s, const guest_target *t, const deploy_opts *o)
+{
+	static const char *const a[] = {"sh", "-c", "cd \"$HOME/Library/Application Support/lume-metal\" && "
+	    "cat install.json", NULL};
+	cJSON *res = NULL, *rec;
+	const cJSON *stock;
+	char msg[LM_ERRLEN];
+	int code = 0;
+
+	if (guest_run_json(&res, &code, s->c, a, NULL, msg) != LM_OK || code != 0 ||
+	    strcmp(str_of(res, "result"), "installed") != 0 || strcmp(str_of(res, "sha256"), o->info->sha256) != 0 ||
+	    !cJSON_IsObject(stock = cJSON_GetObjectItemCaseSensitive(res, "stock"))) {
+		set_state(r, "unchanged", "this payload is already current, but the ledger has no record of its "
+		    "install on this VM and the guest kept no result for it (install.json): --force validates and "
+		    "records it");
+		cJSON_Delete(res);
+		return;
+	}
+	rec = record_new("deploy", t, o);
+	cJSON_AddStringToObject(rec, "verdict", "pass");
+	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+	cJSON_AddTrueToObject(rec, "reconciled");
+	set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a run "
+	    "interrupted or killed after the guest activated it): recorded now from the guest's install.json");
+	cJSON_AddTrueToObject(r, "reconciled");
+	record(r, o, s->key, rec);
+	cJSON_Delete(rec);
+	cJSON_Delete(res);
+}
+
+/* --dry-run's plan for one VM: the current release (or null), the new one, and what would
+ * happen: "install", "unchanged" or "refused" (the state's message says why). */
+static void
+plan_data(cJSON *r, const vm_session *s, const deploy_opts *o, const char *action)
+{
+	if (s->f.current)
+		cJSON_AddStringToObject(r, "current", s->f.current);
+	else
+		cJSON_AddNullToObject(r, "current");
+	cJSON_AddStringToObject(r, "new", o->info->sha256);
+	cJSON_AddStringToObject(r, "action", action);
+}
+
 int
 deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
@@ -345,11 +431,17 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		    "again: lume-metal deploy %s%s%s --force; refused by the record of %s", t->lume || t->via ? "" : "--host ",
 		    vm, t->via ? " --hosts FILE" : "", ledger_record_who(who, sizeof who, last));
 		set_state(r, "refused", why);
+		if (o->dry_run)
+			plan_data(r, &s, o, "refused");
 		goto done;
 	}
 	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
+		if (o->dry_run)
+			plan_data(r, &s, o, "unchanged");
+		else if (!recorded_for(o, s.key, t, last))
+			reconcile(r, &s, t, o);
 		goto done;
 	}
 	/* The workload's own numbers, once per image version (validate.h). */
@@ -363,6 +455,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		cJSON_AddItemToArray(plan, cJSON_CreateString("probe stock and shimmed against the profile"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("on a pass: switch current, bootstrap the LaunchAgent"));
 		cJSON_AddItemToArray(plan, cJSON_CreateString("record the verdict in the ledger"));
+		plan_data(r, &s, o, "install");
 		set_state(r, "skipped", recorded ? "dry run: nothing changed (image version recorded)"
 		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
 		goto done;
@@ -433,7 +526,7 @@ probe_in_guest(cJSON *r, ssh_conn *c, const deploy_opts *o)
 	if (upload_to(r, c, o, dir, "payload.tar.gz") != LM_OK)
 		goto done;
 	{
-		const char *a[] = {"sh", "-c", probe_script, "sh", dir, NULL};
+		const char *a[] = {"sh", "-c", probe_script, "sh", dir, o->info->target, NULL};
 
 		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
 			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
@@ -541,10 +634,28 @@ deploy_rollback(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "failed") != 0) {
 		cJSON *p = cJSON_AddObjectToObject(r, "probe");
 
-		if (probe_in_guest(p, s.c, o) != LM_OK)
-			cJSON_AddStringToObject(r, "probeError", "the probe after rollback did not run");
+		if (probe_in_guest(p, s.c, o) != LM_OK) {
+			/* The rollback happened; the stock probe after it did not: the VM fails, saying both. */
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(p, "message");
+			char why[LM_ERRLEN + 100];
+
+			snprintf(why, sizeof why, "rolled back to none, but the stock probe after it failed: %s",
+			    cJSON_IsString(m) ? m->valuestring : "it did not run");
+			cJSON_AddStringToObject(r, "probeError", cJSON_IsString(m) ? m->valuestring : "it did not run");
+			set_state(r, "failed", why);
+		}
 	}
 	rec = record_new("rollback", t, o);
+	/* The release this rollback left, not the probe payload's SHA-256 (that is probePayloadSha256). */
+	if (o->info) {
+		cJSON_AddStringToObject(rec, "probePayloadSha256", o->info->sha256);
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "payloadSha256");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "profile");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "workload");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "target");
+	}
+	if (s.f.current)
+		cJSON_AddStringToObject(rec, "payloadSha256", s.f.current);
 	cJSON_AddStringToObject(rec, "to", o->to);
 	if (cJSON_GetObjectItemCaseSensitive(r, "probe"))
 		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(

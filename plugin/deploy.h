@@ -40,7 +40,7 @@ typedef struct {
  * shim-not-effective; validate: validated; any of them the rest. */
 #define DEPLOY_STATES "unchanged deployed probed ok drift validated validation-failed refused " \
 	"unreachable auth-failed hostkey-mismatch timeout rolled-back skipped failed benchmarked " \
-	"shim-not-effective"
+	"shim-not-effective abandoned"
 
 /* Each returns LM_OK with *out (caller frees) holding at least "vm" and "state", also when the
  * VM failed; err is set only for failures outside any VM (out of memory). */

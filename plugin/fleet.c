@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,28 @@
 #define FDS_SPARE 16
 /* Raised no higher than this: a descriptor limit in the millions buys nothing. */
 #define FDS_WANTED 65536
+
+/* Set by fleet_interrupt; VMs in flight. Lock-free, so a signal handler may read them. */
+static volatile sig_atomic_t interrupted;
+static atomic_size_t running;
+
+void
+fleet_interrupt(void)
+{
+	interrupted = 1;
+}
+
+int
+fleet_interrupted(void)
+{
+	return interrupted != 0;
+}
+
+size_t
+fleet_running(void)
+{
+	return atomic_load(&running);
+}
 
 typedef struct {
 	pthread_mutex_t mu;
@@ -225,11 +249,14 @@ run_vm(void *arg, size_t k)
 	int ours;
 
 	pthread_mutex_lock(&r->mu);
-	if (r->stopped) {
+	if (r->stopped || interrupted) {
 		pthread_mutex_unlock(&r->mu);
 		return;
 	}
+	atomic_fetch_add(&running, 1);
 	pthread_mutex_unlock(&r->mu);
+	if (r->f->started)
+		r->f->started(r->f->progress_ctx, i);
 	ssh_nofds_take();
 	if (r->fn(&res, r->targets[i], r->o, err) != LM_OK || res == NULL) {
 		cJSON_Delete(res);
@@ -242,6 +269,7 @@ run_vm(void *arg, size_t k)
 		nofds_failed(res);
 	pthread_mutex_lock(&r->mu);
 	settle(r, i, res, ours);
+	atomic_fetch_sub(&running, 1);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -288,7 +316,7 @@ fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const 
 	if (f->canary > 0) {
 		wave(&r, (size_t)f->canary < n ? (size_t)f->canary : n);
 		for (size_t i = 0; i < r.next; i++)
-			if (fleet_failed(results[i]) && !r.stopped) {
+			if (results[i] != NULL && fleet_failed(results[i]) && !r.stopped) {
 				r.stopped = 1;
 				r.why = "the canary failed; not started";
 			}
@@ -296,15 +324,19 @@ fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const 
 	size = f->batch > 0 ? (size_t)f->batch : f->batch_pct > 0 ? (n * (size_t)f->batch_pct + 99) / 100 : n;
 	if (size == 0)
 		size = 1;
-	while (!r.stopped && r.next < n)
+	while (!r.stopped && !interrupted && r.next < n)
 		wave(&r, r.next + size < n ? r.next + size : n);
+	if (interrupted && !r.stopped) {
+		r.stopped = 1;
+		r.why = "interrupted";
+	}
 	for (size_t i = 0; i < n; i++)
 		if (results[i] == NULL) {
 			pthread_mutex_lock(&r.mu);
 			settle(&r, i, skipped(targets[i], r.why ? r.why : "not started"), 0);
 			pthread_mutex_unlock(&r.mu);
 		}
-	if (r.stopped && f->rollback_on_fail)
+	if (r.stopped && f->rollback_on_fail && !interrupted)
 		fleet_each(n, f->parallel, roll_back_vm, &r);
 	return r.stopped;
 }

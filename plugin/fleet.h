@@ -25,7 +25,18 @@ typedef struct {
 	int rollback_on_fail;  /* when stopped: VMs this run deployed go back to previous */
 	fleet_progress progress; /* or NULL */
 	void *progress_ctx;
+	/* Called (any thread, concurrently with itself) as VM i starts; or NULL. */
+	void (*started)(void *ctx, size_t i);
 } fleet_opts;
+
+/* Interrupts (SIGINT, SIGTERM: the CLI catches them). After fleet_interrupt, which is
+ * async-signal-safe, every fleet_run starts no more VMs: those running finish (and are
+ * settled as usual), those not started are "skipped" with the message "interrupted", and
+ * fleet_run returns 1. fleet_interrupted tells whether it was called; fleet_running is how
+ * many VMs are in flight now (any thread, or a signal handler). */
+void fleet_interrupt(void);
+int fleet_interrupted(void);
+size_t fleet_running(void);
 
 /* Raises this process's soft limit of open files toward the hard one (at most 65536, and
  * OPEN_MAX on macOS, whose default soft limit is 256); main calls it at start. Returns the soft
@@ -47,7 +58,7 @@ void fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *c
 int fleet_failed(const cJSON *result);
 
 /* Runs fn on targets[0..n); results[i] (caller frees) gets each VM's result. A VM not started
- * because the run stopped is "skipped"; a rolled-back one keeps its deploy result under
+ * because the run stopped (the budget, the canary, fleet_interrupt) is "skipped"; a rolled-back one keeps its deploy result under
  * "deploy" and has state "rolled-back". Returns 1 when the run stopped early, else 0. */
 int fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const deploy_opts *o,
     const fleet_opts *f);

@@ -36,7 +36,9 @@
 	"                          one of the controller's handshake slots (8 per core) does not count\n" \
 	"      --parallel N        VMs at once (default 32)\n" \
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
-	"      --json              machine-readable output\n"
+	"      --json              machine-readable output: one JSON object per line (NDJSON),\n" \
+	"                          one per VM as it finishes, then {\"summary\": ...}\n" \
+	"      --format json|text  the same as --json, or text (the default), as Lume spells it\n"
 
 #define PAYLOAD_FLAGS \
 	"\nPayload:\n" \
@@ -233,16 +235,140 @@ cli_find(const char *name)
 	return NULL;
 }
 
+/* Examples, per command, after its usage. */
+static const struct {
+	const char *name, *text;
+} examples[] = {
+	{"build", "  lume-metal build\n"
+	    "  lume-metal build --target linux-sim --profile m1-ultra-tahoe-26.5 -o sim.tar.gz --json\n"},
+	{"verify", "  lume-metal verify lume-metal-macos.tar.gz\n"
+	    "  lume-metal verify payload.tgz --sha256-file payload.tgz.sha256 --format json\n"},
+	{"probe", "  lume-metal probe tahoe-1\n"
+	    "  lume-metal probe --host lume@192.168.64.5 --payload lume-metal-macos.tar.gz --json\n"},
+	{"deploy", "  lume-metal deploy tahoe-1 --accept-new\n"
+	    "  lume-metal deploy --all --dry-run\n"
+	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
+	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
+	{"status", "  lume-metal status tahoe-1\n"
+	    "  lume-metal status --hosts macs.txt --format json\n"},
+	{"rollback", "  lume-metal rollback tahoe-1\n"
+	    "  lume-metal rollback --all --to none --no-probe\n"},
+	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
+	    "  lume-metal ledger export > results.csv\n"
+	    "  lume-metal ledger merge fetched/mac-1 fetched/mac-2\n"},
+	{"inventory", "  lume-metal inventory --hosts macs.txt --list\n"
+	    "  ansible -i scripts/ansible/inventory mac_hosts -m ping\n"},
+	{"host", "  lume-metal host status\n"
+	    "  lume-metal host enable\n"
+	    "  lume-metal host status --hosts macs.txt --json\n"},
+	{"bench", "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n"},
+	{"report", "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
+	    "  lume-metal report --ledger --csv\n"},
+};
+
+/* The hanging indentation of a line: under the description column of a flag row ("  --flag ARG
+ * text"), else its own indentation; *lead gets its own. */
+static size_t
+hang_of(const char *line, size_t len, size_t *lead)
+{
+	size_t l = 0;
+
+	while (l < len && line[l] == ' ')
+		l++;
+	*lead = l;
+	if (l < len && line[l] == '-')
+		for (size_t k = l; k + 2 < len; k++)
+			if (line[k] == ' ' && line[k + 1] == ' ' && line[k + 2] != ' ') {
+				while (line[k] == ' ')
+					k++;
+				return k <= 40 ? k : l;
+			}
+	return l;
+}
+
+/* The texts were wrapped by hand at ~95 columns: a prose line (no indentation) followed by
+ * another, and a flag row followed by its continuation (indented to its description column),
+ * are joined into one line for wrap80 to wrap again. */
+static void
+reflow(lm_buf *out, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) : strlen(text), lead, hang = hang_of(text, len, &lead);
+
+		lm_buf_add(out, text, len);
+		text += len + (nl != NULL);
+		while (nl && len > 0 && *text && *text != '\n') {
+			size_t nlen, nlead;
+
+			nl = strchr(text, '\n');
+			nlen = nl ? (size_t)(nl - text) : strlen(text);
+			hang_of(text, nlen, &nlead);
+			if (!((lead == 0 && nlead == 0) || (hang > lead && nlead == hang && text[nlead] != '-')))
+				break;
+			lm_buf_add(out, " ", 1);
+			lm_buf_add(out, text + nlead, nlen - nlead);
+			text += nlen + (nl != NULL);
+		}
+		if (nl)
+			lm_buf_add(out, "\n", 1);
+	}
+}
+
+/* Writes text to stdout with every line wrapped at 80 columns, at a space: a continued line
+ * lines up under the description column of a flag row ("  --flag ARG   text"), else under its
+ * own indentation, and under the arguments for the synopsis (first) line. */
+static void
+wrap80(const char *text, size_t first_indent)
+{
+	for (int first = 1; *text; first = 0) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) : strlen(text), lead, hang = hang_of(text, len, &lead), col = 0;
+
+		if (first)
+			hang = first_indent;
+		while (col + len > 80) {
+			size_t cut = 80 - col; /* text[cut] is the space to break at */
+
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (cut == 0 || (col == 0 && cut <= lead)) /* a word longer than the line: left whole */
+				break;
+			fwrite(text, 1, cut, stdout);
+			printf("\n%*s", (int)hang, "");
+			while (cut < len && text[cut] == ' ')
+				cut++;
+			text += cut;
+			len -= cut;
+			col = hang;
+		}
+		fwrite(text, 1, len, stdout);
+		putchar('\n');
+		text += len + (nl != NULL);
+	}
+}
+
 int
 cli_help(const char *name)
 {
 	const cli_command *c = cli_find(name);
+	lm_buf b = {0}, r = {0};
 
 	if (c == NULL)
 		return cli_error(EXIT_USAGE, "help: '%s' is not a lume-metal command; see 'lume-metal --help'", name);
-	printf("usage: lume-metal %s", c->usage);
+	lm_buf_addf(&b, "usage: lume-metal %s", c->usage);
 	if (c->issue)
-		printf("\n(not built yet: arrives with issue %s)\n", c->issue);
+		lm_buf_addf(&b, "\n(not built yet: arrives with issue %s)\n", c->issue);
+	for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+		if (strcmp(examples[i].name, name) == 0)
+			lm_buf_addf(&b, "\nExamples:\n%s", examples[i].text);
+	if (b.data != NULL && (reflow(&r, b.data), r.data != NULL)) {
+		if (r.len > 0 && r.data[r.len - 1] == '\n')
+			r.data[--r.len] = '\0';
+		wrap80(r.data, strlen("usage: lume-metal ") + strlen(name) + 1);
+	}
+	lm_buf_free(&b);
+	lm_buf_free(&r);
 	return EXIT_OK;
 }
 
@@ -254,9 +380,16 @@ usage(FILE *f)
 	for (const cli_command *c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->issue ? " (not built yet)" : "");
 	fprintf(f, "\n'lume-metal help COMMAND' shows one command's flags.\n"
-	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a gate.\n"
-	    "Data (guest scripts, manifests, shim): $LUME_METAL_DATADIR, else the installed\n"
-	    "PREFIX/share/lume-metal, else the source tree; 'lume-metal --version' shows which.\n");
+	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a
+"
+	    "gate, 130 interrupted (Ctrl-C once: running VMs finish and are recorded; twice:
+"
+	    "they are abandoned).
+"
+	    "Data (guest scripts, manifests, shim): $LUME_METAL_DATADIR, else the installed
+"
+	    "PREFIX/share/lume-metal, else the source tree; 'lume-metal --version' shows which.
+");
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 

@@ -12,13 +12,15 @@ case $what in demo | test | all) ;; *) echo "usage: deps.sh [demo|test|all]" >&2
 # shim and simulated device, xmllint for the simulated plutil/launchctl.
 DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl-dev
  openssh-server openssh-client gobjc libxml2-utils"
-# libcurl: the registry module (PKGS); python3: the simulated lume's commands beyond get and ls.
-DEB="$DEB libcurl4-openssl-dev python3"
+# libcurl: the registry module (PKGS); python3: the simulated lume's commands beyond get and ls;
+# docker-registry and curl: the demo's golden step pushes to a real registry (tests/registry.sh).
+DEB="$DEB libcurl4-openssl-dev python3 docker-registry curl"
 # Only the tests: dash runs them, shellcheck (make lint), llvm (the Mach-O checks), strace,
-# ansible-core (t-ansible), ca-certificates (npm fetches zig), time (t-hostile's max RSS).
-DEB_TEST="dash shellcheck llvm ca-certificates strace ansible-core time"
-# The registry tests: a real registry (docker-registry, bcrypt htpasswd from apache2-utils), curl.
-DEB_TEST="$DEB_TEST docker-registry apache2-utils curl"
+# ansible-core (t-ansible), ca-certificates (npm fetches zig), time (t-hostile's max RSS), tmux
+# (t-interrupt's terminal).
+DEB_TEST="dash shellcheck llvm ca-certificates strace ansible-core time tmux"
+# The registry tests with basic auth: bcrypt htpasswd from apache2-utils.
+DEB_TEST="$DEB_TEST apache2-utils"
 # make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness (make test too)
 DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
 # tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and

@@ -157,8 +157,8 @@ check_has "... naming its path" "$T/garbage.json" "$T/.out"
 check_rc "a missing source is exit 2" 2 "$LM" ledger merge --state "$T/s4" "$T/none"
 check_rc "merge without a source is exit 2" 2 "$LM" ledger merge --state "$T/s4"
 mkdir "$T/emptydir"
-check_rc "a directory without documents adds none" 0 "$LM" ledger merge --state "$T/s4" --json "$T/emptydir"
-check_grep "... (counts 0)" '^\{"merged":0,"documents":0,"present":0,"sources":0\}$' "$T/.out"
+check_rc "a directory without documents is exit 2 (issue 17: no quiet success)" 2 "$LM" ledger merge --state "$T/s4" --json "$T/emptydir"
+check_grep "... naming it" "emptydir holds no ledger document" "$T/.out"
 
 # --- (c) Ansible, when it is installed ---
 if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-inventory >/dev/null 2>&1; then

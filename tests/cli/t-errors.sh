@@ -64,4 +64,12 @@ check_has "... and says why on stderr" "lume-metal: status: no VMs: lume ls list
 check_rc "status --all --json when lume lists no VM (exit 0)" 0 A status --json
 check_grep "... one summary object with total 0" '^\{"summary":\{"total":0,' "$T/.out"
 check_rc "deploy --all when lume lists no VM (exit 0)" 0 A deploy --target linux-sim
+
+# A missing lume: the same input error with a named VM and with --all.
+err "status g1 without lume" 2 "cannot run $T/no/lume: not found" "$LM" status g1 --lume "$T/no/lume" --state "$T/state"
+err "status --all without lume" 2 "cannot run $T/no/lume: not found" "$LM" status --all --lume "$T/no/lume" --state "$T/state"
+
+# ledger merge of a folder that holds no ledger document is an error.
+mkdir -p "$T/empty/ledger"
+err "ledger merge of an empty folder" 2 "ledger merge: $T/empty holds no ledger document" "$LM" ledger merge --state "$T/state" "$T/empty"
 t_done

@@ -7,6 +7,7 @@
 guest tahoe-1 127.0.0.2 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null && "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
+"$LM" build --target macos -o "$T/mac.tar.gz" >/dev/null 2>&1 || echo "# no macos payload: the wrong-target check will fail"
 
 check_rc "an unknown host key is refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
 check_grep "... naming its fingerprint" 'unknown host key SHA256:' "$T/.out"
@@ -16,6 +17,8 @@ check_rc "probe --accept-new" 0 lm probe tahoe-1 --payload "$T/a.tar.gz" --accep
 check_grep "... shows stock Apple5 and 32 KiB" '"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check_grep "... and shimmed Apple9 and 64 KiB, passing" '"shimmed":\{.*"Apple9":true,"Apple10":false.*"maxThreadgroupMemoryLength":65536.*"pass":true' "$T/.out"
 check "... installs nothing" test ! -e "$(root tahoe-1)"
+check_rc "probe in text" 0 lm probe tahoe-1 --payload "$T/a.tar.gz"
+check_grep "... shows stock and shimmed side by side" '^tahoe-1 +probed +stock: Apple5, 32 KiB threadgroup memory, shim not active \| shimmed: Apple9, 64 KiB threadgroup memory, shim active \| pass$' "$T/.out"
 check "... and leaves no scratch directory" test "$(find /tmp -maxdepth 1 -name "lume-metal-probe.*" | wc -l)" -eq "$before"
 check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/deploy1"
@@ -25,6 +28,9 @@ check_grep "... where the shim showed Apple9" '"Apple9":true,"Apple10":false' "$
 check "... current is the payload" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
 check "... the LaunchAgent is in place" test -f "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
 check "... and the staged upload is gone" sh -c '! ls "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
+check_rc "status in text" 0 lm status tahoe-1
+check_grep "... shows the release, the service with its pid, the shim, the verdict and drift" \
+	"^tahoe-1 +ok +current ${A%"${A#????????????}"}, previous none; service running, pid [0-9]+; shim set by its LaunchAgent; image verdict pass; drift none\$" "$T/.out"
 check_rc "status" 0 lm status tahoe-1 --json
 check_grep "... shows the release current" "\"current\":\"$A\"" "$T/.out"
 check_grep "... the service running" '"state":"running"' "$T/.out"
@@ -54,6 +60,13 @@ check "... the first payload is current again" test "$(readlink "$(root tahoe-1)
 check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none --target linux-sim --json
 check_grep "... then probes and shows the stock answers" '"probe":\{.*"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check "... leaving nothing of lume-metal behind" test ! -e "$(root tahoe-1)"
+check "... its ledger row names the release it removed, not the probe payload" sh -c 'python3 - "$1" "$2" <<"PY"
+import glob, json, sys
+recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"] if r["kind"] == "rollback" and r.get("to") == "none"]
+sys.exit(0 if recs and recs[-1].get("payloadSha256") == sys.argv[2] and "probePayloadSha256" in recs[-1] else 1)
+PY' - "$T/state" "$A"
+check_rc "rollback --to none with a payload of another target (exit 1)" 1 lm rollback tahoe-1 --to none --payload "$T/mac.tar.gz"
+check_grep "... says why in text" '^tahoe-1 +failed +rolled back to none, but the stock probe after it failed: .*the probe payload is for macos but this guest runs linux-sim' "$T/.out"
 check "... removes releases, current and previous" sh -c '! ls -A "$1" | grep -Eq "releases|current|previous"' - "$(root tahoe-1)"
 check "... and the LaunchAgent" test ! -e "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
 check_rc "rollback with nothing installed" 0 lm rollback tahoe-1 --to none --no-probe
@@ -72,6 +85,14 @@ guest tahoe-bad 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
 check_rc "a failing validation is exit 1" 1 lm deploy tahoe-bad --payload "$T/a.tar.gz" --accept-new --image ghcr.io/x/bad:1 --json
 check_grep "... as validation-failed" '"state":"validation-failed"' "$T/.out"
 check "... with nothing activated" test ! -e "$(root tahoe-bad)/current"
+check_rc "status in text of a VM with nothing installed" 0 lm status tahoe-bad --image ghcr.io/x/bad:1
+check_grep "... is not the same ok line" '^tahoe-bad +ok +current none, previous none; service not loaded; shim not set \(no LaunchAgent\); image verdict fail; drift none$' "$T/.out"
+rm -rf "$T/state.bad" && cp -r "$T/state" "$T/state.bad"
+check_rc "... in text, the line names each difference" 1 "$LM" deploy tahoe-bad --payload "$T/a.tar.gz" --force \
+	--lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state.bad"
+check_grep "... as expected and got" '^tahoe-bad +validation-failed +validation failed: .*maxThreadgroupMemoryLength: expected 65536, got 32768' "$T/.out"
+cp "$T/.out" "$T/vf.out"
+check "... not as a pointer into the JSON" sh -c '! grep -q "see shimmed.expect.differences" "$1"' - "$T/vf.out"
 check "... and no release left behind" sh -c '[ -z "$(ls -A "$1/releases" 2>/dev/null)" ]' - "$(root tahoe-bad)"
 check_rc "the ledger" 0 "$LM" ledger --state "$T/state" show --image ghcr.io/x/bad:1
 check_grep "... records the failure" 'deploy +fail +tahoe-bad' "$T/.out"
