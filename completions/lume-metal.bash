@@ -3,7 +3,7 @@
 
 _lume_metal_flags() {
 	local conn="-u --user -i --identity --password-file --known-hosts --accept-new --host --hosts
-		--lume --port --wait --all --lume-default-password --timeout --parallel --state --json"
+		--lume --port --wait --all --lume-default-password --timeout --parallel --state --json --format"
 	local payload="--payload --target --profile --workload"
 	local validation="--model --text --chunks --llama-perplexity"
 	case $1 in
@@ -48,6 +48,7 @@ _lume_metal() {
 	case $prev in
 	--target) mapfile -t COMPREPLY < <(compgen -W "macos linux-sim" -- "$cur"); return ;;
 	--to) mapfile -t COMPREPLY < <(compgen -W "previous none" -- "$cur"); return ;;
+	--format) mapfile -t COMPREPLY < <(compgen -W "json text" -- "$cur"); return ;;
 	-i | --identity | --password-file | --known-hosts | --hosts | --payload | --sha256-file | \
 		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile | \
 		--text | --llama-perplexity)

@@ -39,6 +39,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l parallel -x -d 'VMs at once'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report" -l json -d 'JSON output'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify" -l format -x -a "json text" -d 'output format'
 
 # Payload flags.
 complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy golden rollback validate" -l payload -r -F -d 'a built payload'

@@ -97,7 +97,7 @@ static const cli_command commands[] = {
 	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
 	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
 	    "Builds on a `lume clone` of SOURCE (a stopped local VM, never changed; --pull pulls BASE:TAG\n"
-	    "first, as NAME or Lume's BASE_TAG): runs it (lume run --no-display, detached), waits for SSH,\n"
+	    "first, as NAME or Lume's BASE_TAG): runs it (lume run, detached and without a display), waits for SSH,\n"
 	    "deploys the payload with full validation (as deploy --force), stamps\n"
 	    "~/Library/Application Support/lume-metal/image.json in the guest, stops it, pushes it\n"
 	    "(lume push, credentials from GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads the pushed\n"
@@ -182,8 +182,9 @@ static const cli_command commands[] = {
 	    "Proves that the kernels the shim unlocks compute what the stock ones do, with llama.cpp's own\n"
 	    "tool. Uploads the payload and the text to a scratch directory in the guest and runs there,\n"
 	    "with the same model and text:\n"
-	    "  1. stock:  llama-perplexity -m MODEL -f TEXT -c 512 --chunks N --kl-divergence-base BASE\n"
-	    "  2. shim:   run-with-shim llama-perplexity -m MODEL -c 512 --kl-divergence-base BASE --kl-divergence\n"
+	    "  1. stock: llama-perplexity -m M -f TEXT -c 512 --chunks N (saves its logits)\n"
+	    "  2. shim:  run-with-shim llama-perplexity -m M -c 512 (compares with them)\n"
+	    "  both with --kl-divergence-base B; the shim arm adds --kl-divergence;\n"
 	    "and reads Mean PPL(Q)/PPL(base), Mean KLD, 99.9% KLD and Same top p, and each arm's\n"
 	    "ggml_metal_device_init lines. Pass: both arms exit 0, the shim arm took the simdgroup paths and\n"
 	    "the stock arm did not, mean KLD <= 0.01, same top token >= 97%, PPL ratio within 0.01 of 1\n"
@@ -262,6 +263,10 @@ static const struct {
 	    "  lume-metal host enable\n"
 	    "  lume-metal host status --hosts macs.txt --json\n"},
 	{"bench", "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n"},
+	{"validate", "  lume-metal validate tahoe-1 --model ~/models/tinyllama.gguf\n"
+	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"},
+	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --dry-run\n"
+	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n"},
 	{"report", "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
 	    "  lume-metal report --ledger --csv\n"},
 };
@@ -380,16 +385,11 @@ usage(FILE *f)
 	for (const cli_command *c = commands; c->name; c++)
 		fprintf(f, "  %-9s %s%s\n", c->name, c->summary, c->issue ? " (not built yet)" : "");
 	fprintf(f, "\n'lume-metal help COMMAND' shows one command's flags.\n"
-	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a
-"
-	    "gate, 130 interrupted (Ctrl-C once: running VMs finish and are recorded; twice:
-"
-	    "they are abandoned).
-"
-	    "Data (guest scripts, manifests, shim): $LUME_METAL_DATADIR, else the installed
-"
-	    "PREFIX/share/lume-metal, else the source tree; 'lume-metal --version' shows which.
-");
+	    "Exit codes: 0 all good, 1 some VM failed, 2 usage or input error, 3 refused by a\n"
+	    "gate, 130 interrupted (Ctrl-C once: running VMs finish and are recorded; twice:\n"
+	    "they are abandoned).\n"
+	    "Data (guest scripts, manifests, shim): $LUME_METAL_DATADIR, else the installed\n"
+	    "PREFIX/share/lume-metal, else the source tree; 'lume-metal --version' shows which.\n");
 	return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
