@@ -192,7 +192,7 @@ build/fuzz/fuzz-%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
 
 build/fuzz/regress: tests/fuzz/driver.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_NAMES)) $(FUZZ_LIB) $(FUZZ_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) -DFUZZ_DRIVER $(PKG_CFLAGS) -Iplugin -Itests/fuzz -o $@ \
+	$(CC) $(WARN) $(DEFS) $(SAN) -fsanitize=float-cast-overflow -DFUZZ_DRIVER $(PKG_CFLAGS) -Iplugin -Itests/fuzz -o $@ \
 	    $(filter %.c,$^) $(PKG_LIBS) -lz
 
 test-build: fuzz-regress

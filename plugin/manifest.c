@@ -75,7 +75,10 @@ load(const char *datadir, const char *kind, const char *id, char **path_out, cha
 	/* The family gate comes first so that 2001/3001/5001 get the contract's reason. */
 	if (strcmp(kind, "profile") == 0) {
 		const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "appleFamilyMax");
-		const char *k = cJSON_IsNumber(f) ? manifest_family_kind((long)f->valuedouble) : NULL;
+		/* Only a number in long's range is cast (a larger double is undefined behaviour: found by
+		 * make fuzz); one outside it is left to the schema's bounds. */
+		const char *k = cJSON_IsNumber(f) && f->valuedouble > -1e15 && f->valuedouble < 1e15 ?
+		    manifest_family_kind((long)f->valuedouble) : NULL;
 
 		if (k != NULL && strcmp(k, "Apple") != 0) {
 			*rc = lm_err(err, LM_EINPUT, "%s: appleFamilyMax: %ld is a %s family; the shim only "
