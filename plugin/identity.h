@@ -59,7 +59,8 @@ typedef struct {
 	size_t nfolders;
 } identity_host;
 
-/* Runs the Mac host's one exec over c (lume looked up as lume_list_remote does) and fills h and
+/* Runs the Mac host's one exec over c (lume looked up on PATH, ~/.local/bin and Homebrew's
+ * directories) and fills h and
  * *vms / *n (`lume ls` there; caller frees each with lume_vm_free and the array). An error
  * (LM_EFAIL, naming the host) only when there is no VM list; the host's facts or digests that
  * cannot be had are said in h. */

@@ -227,41 +227,6 @@ lume_list(lume_vm ***out, size_t *n, const char *lume, char *err)
 	return rc;
 }
 
-/* Where Lume's installer and Homebrew put it; a non-interactive ssh session has a short PATH. */
-static const char remote_ls[] =
-    "PATH=\"$HOME/.local/bin:/opt/homebrew/bin:/usr/local/bin:$PATH\"; export PATH\n"
-    "command -v lume >/dev/null 2>&1 || { echo 'lume is not installed on this host (not on PATH, "
-    "~/.local/bin, /opt/homebrew/bin or /usr/local/bin)' >&2; exit 127; }\n"
-    "exec lume ls --format json";
-
-int
-lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err)
-{
-	const char *argv[] = {"sh", "-c", remote_ls, NULL};
-	lm_buf cmd = {0};
-	ssh_result r;
-	char where[320];
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	snprintf(where, sizeof where, "%s: ", ssh_where(c));
-	if (ssh_quote_argv(&cmd, argv) != LM_OK) {
-		lm_buf_free(&cmd);
-		return lm_err(err, LM_EFAIL, "out of memory");
-	}
-	if ((rc = ssh_exec(c, cmd.data, NULL, 0, &r, err)) == LM_OK) {
-		if (r.exit_code == 127)
-			rc = lm_err(err, LM_EFAIL, "%s%.*s", where, (int)strcspn(r.err.data ? r.err.data : "", "\n"),
-			    r.err.data ? r.err.data : "");
-		else
-			rc = lume_list_parse(out, n, r.out.data, r.exit_code, where, err);
-		ssh_result_free(&r);
-	}
-	lm_buf_free(&cmd);
-	return rc;
-}
-
 /* The line a failed lume run is named by: the first "Error: ..." line of stderr, then of
  * stdout, else the last non-empty line of stderr, then of stdout; cut to LUME_ERR_LINE. */
 static void

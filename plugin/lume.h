@@ -36,10 +36,6 @@ int lume_resolve(lume_vm **out, const char *lume, const char *name, int wait_s, 
  * each with lume_vm_free and the array with free). */
 int lume_list(lume_vm ***out, size_t *n, const char *lume, char *err);
 
-/* The same on a Mac host over its session c (lume looked up on PATH, ~/.local/bin and
- * Homebrew's directories); errors name the host. */
-int lume_list_remote(lume_vm ***out, size_t *n, ssh_conn *c, char *err);
-
 /* Lume's `ls --format json` output (text, which exited st) as VMs, as lume_list fills them;
  * errors start with where ("HOST: " or ""). */
 int lume_list_parse(lume_vm ***out, size_t *n, const char *text, int st, const char *where, char *err);
