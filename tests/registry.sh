@@ -7,18 +7,12 @@
 #       stdin, so the password is on no command line. Returns once /v2/ answers (200 or 401).
 #   tests/registry.sh stop DIR      stops that registry by its pid, and waits for it.
 set -eu
+# shellcheck source=tests/pidfile.sh disable=SC1091
+. "$(dirname "$0")/pidfile.sh"
 cmd=${1:-} dir=${2:-}
 case $cmd in
 stop)
-	[ -f "$dir/registry.pid" ] || exit 0
-	pid=$(cat "$dir/registry.pid")
-	kill "$pid" 2>/dev/null || true
-	i=0
-	while kill -0 "$pid" 2>/dev/null && ! ps -o stat= -p "$pid" | grep -q Z && [ $i -lt 100 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
-	kill -9 "$pid" 2>/dev/null || true
-	rm -f "$dir/registry.pid"
+	pidfile_stop "$dir/registry.pid"
 	exit 0
 	;;
 start) ;;

@@ -15,19 +15,11 @@
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$TOP/tests/pidfile.sh"
 cmd=$1 dir=$2
 case $cmd in
 stop)
-	[ -f "$dir/sshd.pid" ] || exit 0
-	pid=$(cat "$dir/sshd.pid")
-	kill "$pid" 2>/dev/null || true
-	i=0
-	# Gone, or a zombie: the daemon's parent is init, which may reap it only seconds later.
-	while kill -0 "$pid" 2>/dev/null && ! ps -o stat= -p "$pid" | grep -q Z && [ $i -lt 100 ]; do
-		sleep 0.05; i=$((i + 1))
-	done
-	kill -9 "$pid" 2>/dev/null || true
-	rm -f "$dir/sshd.pid"
+	pidfile_stop "$dir/sshd.pid"
 	exit 0
 	;;
 start) ;;
