@@ -31,7 +31,7 @@ static void
 wipe_free(char *s)
 {
 	if (s != NULL) {
-		explicit_bzero(s, strlen(s));
+		lm_wipe(s, strlen(s));
 		free(s);
 	}
 }
@@ -449,14 +449,14 @@ done:
 	if (doc != NULL) {
 		tok = cJSON_GetObjectItemCaseSensitive(doc, "token");
 		if (cJSON_IsString(tok))
-			explicit_bzero(tok->valuestring, strlen(tok->valuestring));
+			lm_wipe(tok->valuestring, strlen(tok->valuestring));
 		tok = cJSON_GetObjectItemCaseSensitive(doc, "access_token");
 		if (cJSON_IsString(tok))
-			explicit_bzero(tok->valuestring, strlen(tok->valuestring));
+			lm_wipe(tok->valuestring, strlen(tok->valuestring));
 		cJSON_Delete(doc);
 	}
 	if (bd.b.data != NULL)
-		explicit_bzero(bd.b.data, bd.b.len);
+		lm_wipe(bd.b.data, bd.b.len);
 	lm_buf_free(&bd.b);
 	curl_free(es);
 	curl_free(esc);

@@ -472,7 +472,7 @@ ssh_take_env_password(void)
 		memcpy(env_pw, v, n);
 		env_pw_len = n;
 	}
-	explicit_bzero(v, n); /* the environment block itself, which /proc/PID/environ shows */
+	lm_wipe(v, n); /* the environment block itself, which /proc/PID/environ shows */
 	unsetenv("LUME_METAL_PASSWORD");
 	return n < sizeof env_pw ? 1 : -1;
 }
@@ -667,7 +667,7 @@ auth_password(ssh_conn *c, char *err)
 		return 0;
 	ok = n > 0 && time_left(c) &&
 	    libssh2_userauth_password_ex(c->s, c->o->user, (unsigned)strlen(c->o->user), pw, (unsigned)n, NULL) == 0;
-	explicit_bzero(pw, sizeof pw);
+	lm_wipe(pw, sizeof pw);
 	return ok;
 }
 

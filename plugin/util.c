@@ -1,4 +1,6 @@
 /* util: see util.h. */
+/* memset_s (C11 Annex K) is declared only when asked for, before the first header. */
+#define __STDC_WANT_LIB_EXT1__ 1
 #include "util.h"
 
 #include <errno.h>
@@ -535,4 +537,23 @@ reaped:
 		    (long long)((deadline_ms - start + 999) / 1000));
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return LM_OK;
+}
+
+void
+lm_wipe(void *p, size_t n)
+{
+	if (p == NULL || n == 0)
+		return;
+#if defined(__APPLE__)
+	memset_s(p, n, 0, n);
+#elif (defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 25))) || \
+    defined(__OpenBSD__) || defined(__FreeBSD__) || defined(__NetBSD__)
+	explicit_bzero(p, n);
+#else
+	/* memset through a volatile pointer: the compiler cannot prove it is memset, so it cannot
+	 * drop the call as a store to memory never read again. */
+	static void *(*const volatile wipe_memset)(void *, int, size_t) = memset;
+
+	wipe_memset(p, 0, n);
+#endif
 }

@@ -52,6 +52,12 @@ void lm_sha256_update(lm_sha256 *c, const void *data, size_t len);
 void lm_sha256_final(lm_sha256 *c, char out[65]);
 void lm_sha256_free(lm_sha256 *c);
 
+/* Zeroes n bytes at p (NULL or 0: nothing) in a way the compiler may not remove as a dead store:
+ * explicit_bzero where the C library has it, memset_s on macOS (which lacks explicit_bzero),
+ * else memset through a volatile function pointer. Every secret (a password, a token, the
+ * environment's copy of one) is wiped with this and nothing else. */
+void lm_wipe(void *p, size_t n);
+
 /* Monotonic milliseconds, for deadlines. */
 int64_t lm_now_ms(void);
 

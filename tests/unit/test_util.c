@@ -1,0 +1,45 @@
+/* test_util: lm_wipe, the one way secrets are wiped (explicit_bzero, memset_s on macOS, else a
+ * volatile memset). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "util.h"
+
+/* Whether n bytes at p are all zero. */
+static int
+zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+int
+main(void)
+{
+	char pw[64];
+	unsigned char *heap = malloc(4097);
+	size_t lens[] = {1, 7, 63, 4095};
+
+	memset(pw, 'x', sizeof pw);
+	lm_wipe(pw, sizeof pw);
+	UNIT_OK(zero((unsigned char *)pw, sizeof pw), "lm_wipe zeroes a password buffer on the stack");
+
+	for (size_t k = 0; heap != NULL && k < sizeof lens / sizeof *lens; k++) {
+		size_t n = lens[k];
+
+		memset(heap, 0xa5, 4097);
+		lm_wipe(heap + 1, n); /* an unaligned start */
+		UNIT_OK(zero(heap + 1, n) && heap[0] == 0xa5 && heap[n + 1] == 0xa5,
+		    "lm_wipe zeroes %zu bytes at an unaligned start, and nothing around them", n);
+	}
+	free(heap);
+
+	memset(pw, 'y', sizeof pw);
+	lm_wipe(pw, 0);
+	lm_wipe(NULL, 16);
+	UNIT_OK(pw[0] == 'y', "lm_wipe of 0 bytes, or of NULL, changes nothing");
+	UNIT_DONE();
+}
