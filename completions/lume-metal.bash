@@ -23,12 +23,14 @@ _lume_metal_flags() {
 		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;
 	validate) echo "$conn $payload $validation --evidence --image" ;;
 	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state" ;;
+	config) echo "--host --json --format -u --user -i --identity --password-file --known-hosts --state
+		--parallel --lume --registry --organization" ;;
 	esac
 }
 
 _lume_metal() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="build verify probe deploy golden status rollback ledger inventory host bench validate report help"
+	local cmds="build verify probe deploy golden status rollback ledger inventory host bench validate report config help"
 	local cmd="" i
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in

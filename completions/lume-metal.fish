@@ -1,7 +1,7 @@
 # fish completion for lume-metal (installed as share/fish/vendor_completions.d/lume-metal.fish).
 # The flag lists follow `lume-metal help CMD` (tests/install/t-completion.sh checks them).
 
-set -l cmds build verify probe deploy golden status rollback ledger inventory host bench validate report help
+set -l cmds build verify probe deploy golden status rollback ledger inventory host bench validate report config help
 complete -c lume-metal -f
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l version -d 'version, commit, data folder'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l help -d 'the commands'
@@ -18,28 +18,29 @@ complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a host -d 'th
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a bench -d 'llama-bench stock vs shim'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a validate -d 'llama-perplexity stock vs shim'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a report -d 'the evidence table'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a config -d 'the settings in force, and from where'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a help -d 'one command\'s flags'
 complete -c lume-metal -n "__fish_seen_subcommand_from help" -a "$cmds"
 
 # Connection flags: every command that reaches a VM or a Mac host.
 set -l conn probe deploy golden status rollback host bench validate
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -s u -l user -x -d 'guest user'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -s i -l identity -r -F -d 'private key file'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l password-file -r -F -d 'password file'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l known-hosts -r -F -d 'host keys'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory config" -s u -l user -x -d 'guest user'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -s i -l identity -r -F -d 'private key file'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l password-file -r -F -d 'password file'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l known-hosts -r -F -d 'host keys'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l accept-new -d 'add an unknown host key'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -l host -x -d 'a guest (user@addr[:port])'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory config" -l host -x -d 'a guest (user@addr[:port])'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn inventory" -l hosts -r -F -d 'Mac hosts file'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l lume -r -F -d 'the lume binary'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l lume -r -F -d 'the lume binary'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l port -x -d 'SSH port of Lume VMs'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l wait -x -d 'seconds to wait for a VM'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l all -d 'every VM lume ls lists'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l lume-default-password -d "also try Lume's default password"
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d 'per-VM limit'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l parallel -x -d 'VMs at once'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report" -l json -d 'JSON output'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l parallel -x -d 'VMs at once'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report config" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report config" -l json -d 'JSON output'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify config" -l format -x -a "json text" -d 'output format'
 
 # Payload flags.
 complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy golden rollback validate" -l payload -r -F -d 'a built payload'
@@ -72,6 +73,8 @@ for fd in 'pull=pull IMAGE:TAG as the source first' 'pull-registry=where --pull 
     set -l f (string split -m1 = -- $fd)
     complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l $f[1] -x -d $f[2]
 end
+complete -c lume-metal -n "__fish_seen_subcommand_from config" -l registry -x -d "golden's registry"
+complete -c lume-metal -n "__fish_seen_subcommand_from config" -l organization -x -d "golden's organization"
 complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l keep -d 'keep the build VM, stopped'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l to -x -a 'previous none' -d 'where to'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l no-probe -d 'skip the stock probe'

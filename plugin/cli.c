@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 #include "datadir.h"
 #include "manifest.h"
 
@@ -287,34 +288,6 @@ cli_fail(int rc, const char *err)
 	return cli_error(code, "%s", err);
 }
 
-/* Levenshtein distance of a and b (a flag name: short), with a swap of two neighbours as one
- * edit; SIZE_MAX beyond 63 characters. */
-static size_t
-edits(const char *a, size_t la, const char *b)
-{
-	size_t lb = strlen(b), d[64][64];
-
-	if (la >= 64 || lb >= 64)
-		return SIZE_MAX;
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[la][lb];
-}
-
 /* Why getopt_long refused the long flag arg ("--name" or "--name=value"), printed. */
 static void
 bad_long(const char *cmd, const char *arg, const struct option *longopts, int missing)
@@ -324,7 +297,7 @@ bad_long(const char *cmd, const char *arg, const struct option *longopts, int mi
 	const struct option *exact = NULL;
 
 	for (const struct option *o = longopts; o->name; o++) {
-		size_t d = edits(name, n, o->name);
+		size_t d = lm_edits(name, n, o->name);
 
 		if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
 			exact = o;
@@ -420,7 +393,7 @@ cli_print_payload(const payload_info *p, const char *path, int json)
 void
 cli_conn_init(cli_conn *c)
 {
-	static char state[4096], known[4096];
+	static char state[4096];
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 
 	memset(c, 0, sizeof *c);
@@ -428,11 +401,10 @@ cli_conn_init(cli_conn *c)
 		snprintf(state, sizeof state, "%s/lume-metal", xdg);
 	else
 		snprintf(state, sizeof state, "%s/.local/state/lume-metal", home ? home : ".");
-	snprintf(known, sizeof known, "%s/.ssh/known_hosts", home ? home : ".");
 	c->state = state;
 	c->lume = "lume";
-	c->ssh.user = "lume";
-	c->ssh.known_hosts = known;
+	/* user and known_hosts stay NULL until a flag or the config file gives them: the OpenSSH
+	 * configuration, then GUEST_DEFAULT_USER and ~/.ssh/known_hosts, apply after (guest.c). */
 	c->ssh.env_password = 1;
 	c->timeout_s = 120;
 	c->fleet.parallel = 32;
@@ -487,9 +459,27 @@ count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n,
 	return 1;
 }
 
+/* The config_keys bit of a shared flag, 0 for the others. */
+static unsigned
+flag_key(int opt)
+{
+	static const struct { int opt; const char *key; } map[] = {
+		{'u', "user"}, {'i', "identity"}, {1001, "password-file"}, {1002, "known-hosts"}, {1007, "state"},
+		{1006, "parallel"}, {1009, "lume"},
+	};
+
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+		if (map[i].opt == opt)
+			for (unsigned k = 0; config_keys[k]; k++)
+				if (strcmp(config_keys[k], map[i].key) == 0)
+					return 1u << k;
+	return 0;
+}
+
 int
 cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 {
+	c->given |= flag_key(opt);
 	switch (opt) {
 	case 'u': c->ssh.user = arg; return 1;
 	case 'i': c->ssh.identity = arg; return 1;
@@ -638,12 +628,48 @@ cli_host_check(const char *spec, const char *cmd)
 	return EXIT_OK;
 }
 
+const char *
+cli_conn_setting(const cli_conn *c, const char *key)
+{
+	for (unsigned k = 0; config_keys[k]; k++)
+		if (strcmp(config_keys[k], key) == 0 && (c->given & 1u << k))
+			return NULL;
+	return config_get(c->cfg, key, NULL);
+}
+
+int
+cli_conn_ready(cli_conn *c, const char *cmd)
+{
+	static config *loaded; /* read once for the process; reachable till exit */
+	char path[4096], err[LM_ERRLEN];
+	const char *v;
+
+	if (loaded == NULL && config_default_path(path, sizeof path) == 0 && config_load(&loaded, path, err) != LM_OK)
+		return cli_error(EXIT_USAGE, "%s: %s", cmd, err);
+	c->cfg = loaded;
+	if ((v = cli_conn_setting(c, "user")) != NULL)
+		c->ssh.user = v;
+	if ((v = cli_conn_setting(c, "identity")) != NULL)
+		c->ssh.identity = v;
+	if ((v = cli_conn_setting(c, "password-file")) != NULL)
+		c->ssh.password_file = v;
+	if ((v = cli_conn_setting(c, "known-hosts")) != NULL)
+		c->ssh.known_hosts = v;
+	if ((v = cli_conn_setting(c, "state")) != NULL)
+		c->state = v;
+	if ((v = cli_conn_setting(c, "lume")) != NULL)
+		c->lume = v;
+	if ((v = cli_conn_setting(c, "parallel")) != NULL)
+		c->fleet.parallel = atoi(v); /* config_load checked it: 1..1024 */
+	return cli_state_check(c->state, cmd);
+}
+
 int
 cli_conn_check(cli_conn *c, int nvms, const char *cmd)
 {
 	int rc;
 
-	if ((rc = cli_state_check(c->state, cmd)) != EXIT_OK)
+	if ((rc = cli_conn_ready(c, cmd)) != EXIT_OK)
 		return rc;
 	for (size_t i = 0; i < c->nhosts; i++)
 		if ((rc = cli_host_check(c->hosts[i], cmd)) != EXIT_OK)

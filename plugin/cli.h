@@ -102,6 +102,13 @@ typedef struct {
 	const char *target, *profile, *workload, *payload_file;
 	payload_info *info;
 	char *payload;
+	/* The config file (config.h), once cli_conn_ready read it (read once for the process, not
+	 * owned: it lives till exit, as the values taken from it must), and which of its keys a
+	 * flag gave: bit k for config_keys[k]. ssh.user and ssh.known_hosts stay NULL when neither
+	 * a flag nor the file gave them, so the OpenSSH configuration's User and
+	 * UserKnownHostsFile can apply (guest.h), then the defaults. */
+	struct config *cfg;
+	unsigned given;
 } cli_conn;
 
 /* Option rows for the shared flags; a command appends its own and ends with a zero row. */
@@ -153,6 +160,15 @@ int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, 
 
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
+/* After the flags: reads the config file (config_default_path) and takes each of its values
+ * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
+ * command reads registry and organization itself with cli_conn_setting), then checks --state
+ * (cli_state_check). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
+ * EXIT_USAGE, before anything runs. cli_conn_check calls it; commands that do not call that
+ * call this instead. */
+int cli_conn_ready(cli_conn *c, const char *cmd);
+/* The config file's value of key when no flag gave it (NULL: neither), after cli_conn_ready. */
+const char *cli_conn_setting(const cli_conn *c, const char *key);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
 int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
 /* Checks the flags against the VM arguments, --state and --host (cli_state_check,
@@ -192,5 +208,6 @@ int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 #endif

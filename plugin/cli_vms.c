@@ -84,7 +84,7 @@ relayed(target_list *p, const cli_conn *c, const char *label, size_t idx, const 
 	snprintf(name, sizeof name, "%s/%s", label, vm->name);
 	t->name = strdup(name);
 	t->lume = strdup(vm->name);
-	t->user = strdup(c->ssh.user);
+	t->user = strdup(c->ssh.user ? c->ssh.user : GUEST_DEFAULT_USER);
 	t->host = strdup(vm->ip);
 	t->via = strdup(label);
 	t->port = c->port;

@@ -133,7 +133,13 @@ cmd_golden(int argc, char **argv)
 		snprintf(build, sizeof build, "lume-metal-golden-%ld", (long)getpid());
 		g.build = build;
 	}
-	if ((rc = cli_state_check(conn.state, "golden")) != EXIT_OK || (rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK ||
+	if ((rc = cli_conn_ready(&conn, "golden")) != EXIT_OK)
+		goto done;
+	if (g.registry == NULL) /* the config file's, else golden.c's default */
+		g.registry = cli_conn_setting(&conn, "registry");
+	if (g.organization == NULL)
+		g.organization = cli_conn_setting(&conn, "organization");
+	if ((rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK ||
 	    (rc = cli_validate_setup(&cv, &conn, &g.deploy, cv.v.model != NULL, "golden")) != EXIT_OK)
 		goto done;
 	/* A workload that requires validation would refuse every VM pulled from an image without a

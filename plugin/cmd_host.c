@@ -164,7 +164,7 @@ cmd_host(int argc, char **argv)
 		cli_conn_free(&conn);
 		return cli_error(EXIT_USAGE, "host: takes --hosts FILE for Mac hosts, not --host or --all");
 	}
-	if ((rc = cli_state_check(conn.state, "host")) != EXIT_OK) {
+	if ((rc = cli_conn_ready(&conn, "host")) != EXIT_OK) {
 		cli_conn_free(&conn);
 		return rc;
 	}

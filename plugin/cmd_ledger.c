@@ -168,14 +168,14 @@ cmd_ledger(int argc, char **argv)
 	cli_conn_init(&conn);
 	while ((c = cli_getopt(argc, argv, "ledger", "", opts)) != -1) {
 		switch (c) {
-		case 's': conn.state = optarg; break;
+		case 's': cli_conn_flag(&conn, 1007, optarg, "ledger"); break;
 		case 'm': w.image = optarg; break;
 		case 'j': w.mode = 'j'; break;
 		case 'c': w.mode = 'c'; break;
 		default: return EXIT_USAGE;
 		}
 	}
-	if ((rc = cli_state_check(conn.state, "ledger")) != EXIT_OK)
+	if ((rc = cli_conn_ready(&conn, "ledger")) != EXIT_OK)
 		return rc;
 	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
 		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);

@@ -224,7 +224,7 @@ cmd_report(int argc, char **argv)
 		case 'j': form = FORM_JSON, forms++; break;
 		case 'l': ledger = 1; break;
 		case 'i': image = optarg; break;
-		case 's': conn.state = optarg; break;
+		case 's': cli_conn_flag(&conn, 1007, optarg, "report"); break;
 		case 'n':
 			errno = 0;
 			min_samples = strtol(optarg, &end, 10);
@@ -239,7 +239,7 @@ cmd_report(int argc, char **argv)
 	if (ledger) {
 		if (argc - optind != 0)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
-		if ((rc = cli_state_check(conn.state, "report")) != EXIT_OK)
+		if ((rc = cli_conn_ready(&conn, "report")) != EXIT_OK)
 			return rc;
 		return report_ledger(conn.state, image, form);
 	}

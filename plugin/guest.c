@@ -1,6 +1,7 @@
 /* guest: see guest.h. */
 #include "guest.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ guest_target_host(guest_target **out, const char *spec, const char *default_user
 	if ((rc = target_new(&t, spec, err)) != LM_OK)
 		return rc;
 	t->want_cfg = 1;
-	t->user_given = at != NULL || (default_user != NULL && strcmp(default_user, GUEST_DEFAULT_USER) != 0);
+	t->user_given = at != NULL || default_user != NULL;
 	t->user = at ? strndup(spec, (size_t)(at - spec)) : strdup(default_user ? default_user : GUEST_DEFAULT_USER);
 	t->port = 22;
 	if (*h == '[') {
@@ -98,7 +99,7 @@ guest_target_lume(guest_target **out, const char *vm, const char *user, char *er
 	if (rc != LM_OK)
 		return rc;
 	(*out)->lume = strdup(vm);
-	(*out)->user = strdup(user);
+	(*out)->user = strdup(user ? user : GUEST_DEFAULT_USER);
 	(*out)->port = 22;
 	if ((*out)->lume == NULL || (*out)->user == NULL) {
 		guest_target_free(*out);
@@ -213,26 +214,29 @@ guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err)
 	return LM_OK;
 }
 
-/* Whether path is the default known_hosts, $HOME/.ssh/known_hosts, as cli_conn_init makes it. */
-static int
-default_known_hosts(const char *path)
+/* $HOME/.ssh/known_hosts, OpenSSH's default, made once for every thread. */
+static char known_default[4096];
+static pthread_once_t known_once = PTHREAD_ONCE_INIT;
+
+static void
+known_init(void)
 {
 	const char *home = getenv("HOME");
-	char def[4096];
 
-	snprintf(def, sizeof def, "%s/.ssh/known_hosts", home ? home : ".");
-	return path == NULL || strcmp(path, def) == 0;
+	snprintf(known_default, sizeof known_default, "%s/.ssh/known_hosts", home ? home : ".");
 }
 
 void
 guest_target_opts(ssh_opts *o, const guest_target *t)
 {
+	if (o->known_hosts == NULL) { /* no --known-hosts, nor known-hosts in the config file */
+		pthread_once(&known_once, known_init);
+		o->known_hosts = t->cfg != NULL && t->cfg->known_hosts != NULL ? t->cfg->known_hosts : known_default;
+	}
 	if (t->cfg == NULL)
 		return;
 	if (o->identity == NULL && t->cfg->nids > 0)
 		o->identities = (const char *const *)t->cfg->ids;
-	if (t->cfg->known_hosts != NULL && default_known_hosts(o->known_hosts))
-		o->known_hosts = t->cfg->known_hosts;
 	if (t->cfg->accept_new)
 		o->accept_new = 1;
 }

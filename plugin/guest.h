@@ -46,10 +46,11 @@ typedef struct guest_target {
 /* The user when neither "user@", -u nor the OpenSSH configuration names one. */
 #define GUEST_DEFAULT_USER "lume"
 
-/* Parses "user@addr[:port]" or "[v6]:port". The user is "user@", else default_user (-u), else
- * the OpenSSH configuration's User, else GUEST_DEFAULT_USER; default_user NULL or equal to
- * GUEST_DEFAULT_USER counts as no -u (cli.c passes "lume" when -u is not given). addr may be
- * a Host alias of the OpenSSH configuration: guest_connect resolves it (guest_target_resolve). */
+/* Parses "user@addr[:port]" or "[v6]:port". The user is "user@", else default_user (-u, or
+ * user= of the config file), else the OpenSSH configuration's User, else GUEST_DEFAULT_USER;
+ * default_user NULL means none was given (an explicit "lume" is given, and beats User). addr
+ * may be a Host alias of the OpenSSH configuration: guest_connect resolves it
+ * (guest_target_resolve). */
 int guest_target_host(guest_target **out, const char *spec, const char *default_user, char *err);
 /* Resolves t's host through the OpenSSH configuration (sshcfg_resolve) by deadline_ms, once,
  * when t->want_cfg: the host becomes its HostName; the port its Port and the user its User
@@ -60,10 +61,13 @@ int guest_target_host(guest_target **out, const char *spec, const char *default_
  * (LM_EREFUSED). */
 int guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err);
 /* What t's configuration adds to o, where the flags gave nothing: its IdentityFiles (tried
- * after the agent when there is no -i), its UserKnownHostsFile (when o->known_hosts is the
- * default ~/.ssh/known_hosts), StrictHostKeyChecking accept-new. o then points into t. */
+ * after the agent when there is no -i), its UserKnownHostsFile (when o->known_hosts is NULL:
+ * neither --known-hosts nor the config file named one), StrictHostKeyChecking accept-new. A
+ * known_hosts still NULL becomes $HOME/.ssh/known_hosts. o then points into t (or into a static
+ * of this module). Every connect goes through this first. */
 void guest_target_opts(ssh_opts *o, const guest_target *t);
-/* A Lume VM name; its address comes from lume_resolve in guest_connect. */
+/* A Lume VM name; its address comes from lume_resolve in guest_connect. user NULL:
+ * GUEST_DEFAULT_USER. */
 int guest_target_lume(guest_target **out, const char *vm, const char *user, char *err);
 void guest_target_free(guest_target *t);
 

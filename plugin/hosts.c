@@ -123,11 +123,11 @@ load_json(hostlist *l, const char *text, const char *path, const char *user, cha
 			break;
 		}
 		t->host = strdup(addr->valuestring);
-		t->user = strdup(u ? u->valuestring : user);
+		t->user = strdup(u ? u->valuestring : user ? user : GUEST_DEFAULT_USER);
 		t->name = strdup(name && *name->valuestring ? name->valuestring : addr->valuestring);
 		t->port = p ? (int)p->valuedouble : 22;
 		t->want_cfg = 1; /* the address may be a Host alias of the OpenSSH configuration */
-		t->user_given = u != NULL || (user != NULL && strcmp(user, GUEST_DEFAULT_USER) != 0);
+		t->user_given = u != NULL || user != NULL;
 		t->port_given = p != NULL;
 		if (t->host == NULL || t->user == NULL || t->name == NULL) {
 			guest_target_free(t);

@@ -14,7 +14,9 @@
 #include "lume.h"
 
 /* Loads path into *out (n entries; caller frees with hosts_free). Errors name the file and
- * line or entry (LM_EINPUT); an empty file or a label given twice is an error too. */
+ * line or entry (LM_EINPUT); an empty file or a label given twice is an error too.
+ * default_user is the user of hosts that name none (-u), or NULL when none was given: each
+ * host's OpenSSH User then applies, else GUEST_DEFAULT_USER. */
 int hosts_load(guest_target ***out, size_t *n, const char *path, const char *default_user, char *err);
 void hosts_free(guest_target **v, size_t n);
 

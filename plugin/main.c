@@ -16,10 +16,12 @@
 
 #define CONN_FLAGS \
 	"\nConnection (every command that reaches a VM):\n" \
-	"  -u, --user USER         guest user (default: lume)\n" \
+	"  -u, --user USER         guest user (default: user= of the config file, else the OpenSSH\n" \
+	"                          configuration's User for a --host or --hosts address, else lume)\n" \
 	"  -i, --identity FILE     private key file\n" \
 	"      --password-file F   read the password from F (or $LUME_METAL_PASSWORD; never argv)\n" \
-	"      --known-hosts FILE  host keys (default ~/.ssh/known_hosts)\n" \
+	"      --known-hosts FILE  host keys (default: known-hosts= of the config file, else the OpenSSH\n" \
+	"                          configuration's UserKnownHostsFile, else ~/.ssh/known_hosts)\n" \
 	"      --accept-new        add an unknown host key instead of refusing\n" \
 	"      --host user@addr[:port]  a guest reached directly, without lume (repeatable)\n" \
 	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
@@ -38,7 +40,9 @@
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
 	"      --json              machine-readable output: one JSON object per line (NDJSON),\n" \
 	"                          one per VM as it finishes, then {\"summary\": ...}\n" \
-	"      --format json|text  the same as --json, or text (the default), as Lume spells it\n"
+	"      --format json|text  the same as --json, or text (the default), as Lume spells it\n" \
+	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
+	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
 
 #define PAYLOAD_FLAGS \
 	"\nPayload:\n" \
@@ -224,6 +228,32 @@ static const cli_command commands[] = {
 	    "  --ledger          every ledger record of kind bench, per image version side by side\n"
 	    "  --image REF       with --ledger: that image only\n"
 	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n", NULL},
+	{"config", cmd_config, "the settings in force and where each one comes from",
+	    "config [--host ALIAS] [--format json|text] [SETTING FLAGS]\n\n"
+	    "Prints each setting the config file may hold, its value in force and its source: flag,\n"
+	    "config:FILE:LINE, ssh-config (the OpenSSH configuration, with --host) or default. The order,\n"
+	    "first wins: the flags, the config file, `ssh -G` for a --host or --hosts address (User,\n"
+	    "IdentityFile, UserKnownHostsFile), the built-in defaults.\n\n"
+	    "The config file is $XDG_CONFIG_HOME/lume-metal/config (default ~/.config/lume-metal/config):\n"
+	    "one KEY=VALUE a line, blank lines and # comments allowed, ~/ in a path is $HOME/. Its keys:\n"
+	    "user, identity, password-file, known-hosts, state, parallel (1-1024), lume, registry and\n"
+	    "organization (golden's). A bad line (an unknown key, no =, a bad number, a key twice) stops\n"
+	    "every command that reads it with exit 2, naming FILE:LINE, before anything runs. An identity\n"
+	    "or password file it names must be one only you can read, as on the command line.\n\n"
+	    "  --host ALIAS          also show what the OpenSSH configuration says of ALIAS\n"
+	    "  --json                one object: {\"file\", \"fileExists\", \"settings\": {KEY: {\"value\",\n"
+	    "                        \"source\"}}}, and \"host\" with --host\n"
+	    "  --format json|text    the same as --json, or text (the default)\n"
+	    "\nSetting flags (shown with source flag; each as the other commands take it):\n"
+	    "  -u, --user USER       the guest user\n"
+	    "  -i, --identity FILE   the private key\n"
+	    "  --password-file F     the password file\n"
+	    "  --known-hosts FILE    the host keys\n"
+	    "  --state DIR           ledger and caches\n"
+	    "  --parallel N          VMs at once\n"
+	    "  --lume PATH           the lume binary\n"
+	    "  --registry R          golden's registry\n"
+	    "  --organization O      golden's organization\n", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -267,6 +297,8 @@ static const struct {
 	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"},
 	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --dry-run\n"
 	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n"},
+	{"config", "  lume-metal config\n"
+	    "  lume-metal config --host tahoe-1 --format json\n"},
 	{"report", "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
 	    "  lume-metal report --ledger --csv\n"},
 };

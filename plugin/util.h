@@ -75,6 +75,10 @@ const lm_name_at *lm_name_find(const lm_name_at *v, size_t n, const char *name);
  * differ; (size_t)-1 when out of memory. Sorts a copy once: n log n. */
 size_t lm_first_repeat(const char *const *names, size_t n);
 
+/* The edit distance of a's first la bytes and b (Levenshtein, a swap of two neighbours counting
+ * as one edit): for "did you mean" on short names; SIZE_MAX when either is 64 bytes or more. */
+size_t lm_edits(const char *a, size_t la, const char *b);
+
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
 

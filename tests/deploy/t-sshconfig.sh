@@ -63,6 +63,59 @@ st user --host "nobody-here@tahoe-cfg"
 check_has "an explicit user@ wins over User" 'nobody-here@127.0.0.71' "$T/user"
 st dashu --host tahoe-cfg -u nobody-either
 check_has "-u wins over User" 'nobody-either@127.0.0.71' "$T/dashu"
+st lumeu --host tahoe-cfg -u lume
+check_has "an explicit -u lume wins over User too: given is not the default" 'lume@127.0.0.71' "$T/lumeu"
+mkdir -p "$T/home/.ssh"
+st khdef --host tahoe-cfg --known-hosts "$T/home/.ssh/known_hosts"
+check "an explicit --known-hosts ~/.ssh/known_hosts (the default's path) wins over UserKnownHostsFile" \
+	grep -q 127.0.0.71 "$T/home/.ssh/known_hosts"
+rm -f "$T/home/.ssh/known_hosts"
+
+# The config file ($XDG_CONFIG_HOME/lume-metal/config): below the flags, above ~/.ssh/config.
+CF=$XDG_CONFIG_HOME/lume-metal/config
+mkdir -p "${CF%/*}"
+printf '# a comment\n\nuser = cfg-user\nknown-hosts=%s\n' "$T/kh-conf" >"$CF"
+st cfuser --host tahoe-cfg
+check_has "config file user= wins over the OpenSSH User" 'cfg-user@127.0.0.71' "$T/cfuser"
+check "config file known-hosts= wins over UserKnownHostsFile" grep -q 127.0.0.71 "$T/kh-conf"
+st cfflag --host tahoe-cfg -u flag-user
+check_has "-u wins over the config file" 'flag-user@127.0.0.71' "$T/cfflag"
+HOME=$T/home LUME_METAL_SSH_CONFIG=$T/ssh_config "$LM" config --host tahoe-cfg >"$T/cfshow" 2>&1
+check_grep "config shows user from the file, with its line" "^user +cfg-user +config:$CF:3\$" "$T/cfshow"
+check_grep "... known-hosts from the file, line 4" "^known-hosts +$T/kh-conf +config:$CF:4\$" "$T/cfshow"
+check_grep "... the identity from the OpenSSH configuration" "^identity +$T/id_ed25519 +ssh-config\$" "$T/cfshow"
+HOME=$T/home LUME_METAL_SSH_CONFIG=$T/ssh_config "$LM" config --host tahoe-cfg -u x --known-hosts "$T/k" >"$T/cfshow" 2>&1
+check_grep "... and a flag's value as flag" "^user +x +flag\$" "$T/cfshow"
+rm -f "$CF"
+HOME=$T/home LUME_METAL_SSH_CONFIG=$T/ssh_config "$LM" config --host tahoe-cfg --json >"$T/cfshow" 2>&1
+check "config --json without the file: user and known hosts from ssh -G, state the default" python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+s = o["settings"]
+assert o["fileExists"] is False, o
+assert s["user"] == {"value": sys.argv[2], "source": "ssh-config"}, s["user"]
+assert s["known-hosts"] == {"value": sys.argv[3] + "/kh-cfg", "source": "ssh-config"}, s["known-hosts"]
+assert s["state"]["source"] == "default" and s["password-file"] == {"value": None, "source": "default"}, s
+assert o["host"]["hostname"] == "127.0.0.71", o["host"]' "$T/cfshow" "$ME" "$T"
+
+# What the file names is checked as a flag's value is: a key or password file others may read.
+cp "$T/id_ed25519" "$T/open-key"
+chmod 644 "$T/open-key"
+printf 'pw\n' >"$T/open-pw"
+chmod 644 "$T/open-pw"
+printf 'identity=%s\n' "$T/open-key" >"$CF"
+st cfkey --host "$ME@127.0.0.71:$PORT" --known-hosts "$T/kh-cfg"
+check_has "an identity= others may read is refused, as -i is" "chmod 600 $T/open-key" "$T/cfkey"
+printf 'password-file=%s\n' "$T/open-pw" >"$CF"
+LUME_METAL_SSH_CONFIG=/dev/null HOME=$T/bare "$LM" status --lume /nonexistent --state "$T/state" --json \
+	--host "$ME@127.0.0.71:$PORT" --known-hosts "$T/kh-cfg" >"$T/cfpw" 2>&1
+check_has "a password-file= others may read is refused, as --password-file is" "chmod 600 $T/open-pw" "$T/cfpw"
+printf 'user=a\nparalel=4\n' >"$CF"
+check_rc "a bad config line: exit 2" 2 st cfbad --host tahoe-cfg --known-hosts "$T/kh-never" --accept-new
+check_has "... naming the file and line, with a suggestion" "status: $CF:2: unknown key 'paralel'; did you mean parallel?" "$T/cfbad"
+check "... before connecting to anything" test ! -e "$T/kh-never"
+rm -f "$CF"
+
 st port --host "tahoe-cfg:1"
 check_has "an explicit :port wins over Port" "@127.0.0.71:1: " "$T/port"
 st key --host tahoe-cfg -i "$T/other"

@@ -43,6 +43,18 @@ main(void)
 	UNIT_OK(rc == LM_OK && n == 2 && strcmp(v[0]->name, "one") == 0 && strcmp(v[1]->user, "u") == 0,
 	    "JSON: two hosts %s", rc ? err : "");
 	hosts_free(v, n);
+	rc = hosts_load(&v, &n, file("n.json", "{\"hosts\":[{\"address\":\"m1\"},{\"address\":\"m2\",\"user\":\"u\"}]}"),
+	    NULL, err);
+	UNIT_OK(rc == LM_OK && n == 2 && strcmp(v[0]->user, "lume") == 0 && !v[0]->user_given && v[1]->user_given,
+	    "JSON, no -u (NULL): the default user, not given, so the OpenSSH User may apply %s", rc ? err : "");
+	hosts_free(v, n);
+	rc = hosts_load(&v, &n, file("n.txt", "m1\nx@m2\n"), NULL, err);
+	UNIT_OK(rc == LM_OK && n == 2 && strcmp(v[0]->user, "lume") == 0 && !v[0]->user_given && v[1]->user_given,
+	    "text, no -u: the same %s", rc ? err : "");
+	hosts_free(v, n);
+	rc = hosts_load(&v, &n, file("l.txt", "m1\n"), "lume", err);
+	UNIT_OK(rc == LM_OK && n == 1 && v[0]->user_given, "an explicit -u lume is given %s", rc ? err : "");
+	hosts_free(v, n);
 
 	rc = hosts_load(&v, &n, file("d.txt", "a@m1\nb@m2\nc@m3\nd@m2\ne@m1\n"), "lume", err);
 	UNIT_OK(rc == LM_EINPUT && v == NULL && n == 0, "a host listed twice is refused");

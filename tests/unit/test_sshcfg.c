@@ -102,7 +102,7 @@ test_resolve(const char *dir)
 	    "an alias that would be an option is refused");
 	UNIT_OK(sshcfg_resolve(&c, "a b", dl, NULL, err) == LM_EINPUT, "an alias with a blank is refused");
 
-	UNIT_OK(guest_target_host(&t, "mac-01", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK,
+	UNIT_OK(guest_target_host(&t, "mac-01", NULL, err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK,
 	    "--host mac-01 resolves (%s)", err);
 	if (t != NULL) {
 		ssh_opts o = {.known_hosts = "/elsewhere/kh"};
@@ -115,8 +115,24 @@ test_resolve(const char *dir)
 		o = (ssh_opts){.identity = "/flag/key"};
 		guest_target_opts(&o, t);
 		UNIT_OK(o.identities == NULL, "-i wins over IdentityFile");
+		UNIT_OK(o.known_hosts && strstr(o.known_hosts, "/kh") && strcmp(o.known_hosts, t->cfg->known_hosts) == 0,
+		    "no --known-hosts (NULL): UserKnownHostsFile");
 		guest_target_free(t);
 	}
+	UNIT_OK(guest_target_host(&t, "mac-01", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
+	    strcmp(t->user, "lume") == 0, "an explicit -u lume wins over User: given, though it is the default's name");
+	guest_target_free(t);
+	UNIT_OK(guest_target_lume(&t, "vm1", NULL, err) == LM_OK && strcmp(t->user, GUEST_DEFAULT_USER) == 0,
+	    "a Lume VM with no -u: the default user");
+	if (t != NULL) {
+		ssh_opts o = {0};
+		char want[4200];
+
+		snprintf(want, sizeof want, "%s/.ssh/known_hosts", getenv("HOME") ? getenv("HOME") : ".");
+		guest_target_opts(&o, t);
+		UNIT_OK(o.known_hosts && strcmp(o.known_hosts, want) == 0, "... and no --known-hosts: ~/.ssh/known_hosts");
+	}
+	guest_target_free(t);
 	UNIT_OK(guest_target_host(&t, "bob@mac-01:2022", "carol", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
 	    strcmp(t->host, "10.1.2.3") == 0 && strcmp(t->user, "bob") == 0 && t->port == 2022,
 	    "an explicit user@ and :port win");
@@ -124,7 +140,7 @@ test_resolve(const char *dir)
 	UNIT_OK(guest_target_host(&t, "mac-01", "carol", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
 	    strcmp(t->user, "carol") == 0, "-u wins over User");
 	guest_target_free(t);
-	UNIT_OK(guest_target_host(&t, "plain-7", "lume", err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
+	UNIT_OK(guest_target_host(&t, "plain-7", NULL, err) == LM_OK && guest_target_resolve(t, dl, err) == LM_OK &&
 	    strcmp(t->host, "plain-7") == 0 && strcmp(t->user, "lume") == 0 && t->port == 2201,
 	    "a host that resolves to itself keeps lume-metal's default user, and takes the Port");
 	guest_target_free(t);
