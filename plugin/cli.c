@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "config.h"
 #include "datadir.h"
+#include "ledger.h"
 #include "manifest.h"
 
 /* Terminal-safe text. Everything a guest, a Mac host, the ledger or a file sends back goes
@@ -667,10 +668,14 @@ cli_conn_ready(cli_conn *c, const char *cmd)
 int
 cli_conn_check(cli_conn *c, int nvms, const char *cmd)
 {
+	char err[LM_ERRLEN];
 	int rc;
 
 	if ((rc = cli_conn_ready(c, cmd)) != EXIT_OK)
 		return rc;
+	/* The ledger deploy's gate and status read: readable before any VM is reached. */
+	if (ledger_readable(c->state, err) != LM_OK)
+		return cli_error(EXIT_USAGE, "%s: --state %s: %s", cmd, c->state, err);
 	for (size_t i = 0; i < c->nhosts; i++)
 		if ((rc = cli_host_check(c->hosts[i], cmd)) != EXIT_OK)
 			return rc;

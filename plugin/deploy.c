@@ -579,6 +579,7 @@ int
 deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
 	cJSON *r = result_new(t, "failed"), *last = NULL;
+	const cJSON *v;
 	vm_session s;
 	char msg[LM_ERRLEN];
 	int code = 0;
@@ -589,13 +590,14 @@ deploy_status(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		return LM_OK;
 	if (run_root_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
-	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK)
+	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+		/* A verdict that cannot be read is no "ok": failed, saying which document. */
 		cJSON_AddStringToObject(r, "ledgerError", msg);
-	else {
-		const cJSON *v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
-
-		cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
+		set_state(r, "failed", msg);
+		goto done;
 	}
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
 	set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:

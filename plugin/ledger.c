@@ -765,6 +765,43 @@ free_names(char **names, size_t n)
 }
 
 int
+ledger_readable(const char *state, char *err)
+{
+	char dir[4200], path[4400], msg[LM_ERRLEN], c;
+	char **names = NULL;
+	size_t n = 0;
+	struct stat st;
+	DIR *d;
+	int rc = LM_OK;
+
+	if (lm_fmt(dir, sizeof dir, "%s/ledger", state) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	if (stat(state, &st) != 0)
+		return errno == ENOENT ? LM_OK : lm_err(err, LM_EINPUT, "cannot be read: %s: %s", state, strerror(errno));
+	if ((d = opendir(state)) == NULL)
+		return lm_err(err, LM_EINPUT, "cannot be read: %s: %s", state, strerror(errno));
+	closedir(d);
+	if (list_docs(&names, &n, dir, msg) != LM_OK)
+		return lm_err(err, LM_EINPUT, "cannot be read: %s", msg);
+	for (size_t i = 0; i < n && rc == LM_OK; i++) {
+		int fd;
+
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		/* O_NONBLOCK: a FIFO in the ledger's place answers here instead of holding the open. */
+		if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) < 0)
+			rc = lm_err(err, LM_EINPUT, "cannot be read: %s: %s", path, strerror(errno));
+		else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+			rc = lm_err(err, LM_EINPUT, "cannot be read: %s: not a regular file", path);
+		else if (read(fd, &c, 1) < 0)
+			rc = lm_err(err, LM_EINPUT, "cannot be read: %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	free_names(names, n);
+	return rc;
+}
+
+int
 ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx, char *err)
 {
 	char dir[4200], path[4400], first[LM_ERRLEN] = "";

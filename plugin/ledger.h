@@ -105,6 +105,13 @@ int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON 
  * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 
+/* Whether everything under state that the ledger reads can be read, before anything runs: state
+ * itself (when it exists), <state>/ledger (when it exists, a directory that can be listed), and
+ * each document there (a regular file that opens and reads; a FIFO or a directory in its place
+ * is refused without waiting on it). Contents are not parsed. LM_OK, or LM_EINPUT with err
+ * naming the path and why. */
+int ledger_readable(const char *state, char *err);
+
 /* Calls fn for every document, sorted by path; stops at the first non-zero return and
  * returns it. A document that cannot be read or parsed costs only itself: fn is called for
  * every other one, and then the return is LM_EFAIL, err naming the first such path and how

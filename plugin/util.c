@@ -54,7 +54,8 @@ lm_read_file(char **out, size_t *len, const char *path, size_t max, char *err)
 	int fd, rc = LM_OK;
 
 	*out = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK: a FIFO where a file is expected is refused below instead of holding the open. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return lm_err(err, LM_EINPUT, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		rc = lm_err(err, LM_EINPUT, "%s: not a regular file", path);
