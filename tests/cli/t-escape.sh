@@ -8,7 +8,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../deploy/common.sh"
 
-# clean FILE: FILE is UTF-8 with no control character but newline and tab, and no C1 control.
+# clean FILE: FILE is UTF-8 with no control character but newline and tab, no C1 control and no
+# bidi embedding, override or isolate.
 clean() {
 	python3 -c 'import re, sys
 b = open(sys.argv[1], "rb").read()
@@ -16,7 +17,7 @@ try:
     t = b.decode("utf-8")
 except UnicodeDecodeError as e:
     sys.exit("%s: a byte that is not UTF-8 at %d" % (sys.argv[1], e.start))
-m = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", t)
+m = re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", t)
 if m:
     sys.exit("%s: raw %r at %d" % (sys.argv[1], m.group(), m.start()))' "$1"
 }
@@ -47,6 +48,12 @@ check "deploy: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/deploy.
 check_has "... the VM name escaped" 'evil\x1b]0;pwned\x07\x1b[1A\x1b[2K\rvm\xc2\x9b' "$T/deploy.txt"
 check_has "... the summary's image label escaped" \
 	'(macOS 26.5.2\x1b[2J\x1b]0;pwned\x07 25F84\r\x1b[1A\x1b[2Kgood deployed)' "$T/deploy.txt"
+
+lm deploy --all --payload "$T/a.tar.gz" --dry-run >"$T/plan1.txt" 2>&1
+check_grep "deploy --dry-run: the plan's line for the hostile name (unchanged)" ' unchanged +current [0-9a-f]{12}, new ' \
+	"$T/plan1.txt"
+check "... no raw control, C1, bidi or non-UTF-8 byte" clean "$T/plan1.txt"
+check_has "... the VM name escaped" 'evil\x1b]0;pwned\x07\x1b[1A\x1b[2K\rvm\xc2\x9b' "$T/plan1.txt"
 
 lm status --all >"$T/status.txt" 2>&1
 checks "status" "$T/status.txt"
@@ -83,6 +90,80 @@ pty() { script -qec "$1" "$T/pty.out" >/dev/null 2>&1 </dev/null; }
 pty "'$LM' status --all --lume '$TOP/tests/lume-sim/lume' --port $PORT -u '$ME' -i '$T/id_ed25519' --known-hosts '$T/known_hosts' --state '$T/state'"
 check "status on a terminal: none of the guest's sequences raw" sh -c '! grep -q "$(printf "\\033\\\\]0;\\|\\033\\\\[2J\\|\\033\\\\[1A")" "$1"' - "$T/pty.out"
 check_has "... but escaped" '26.5.2\x1b[2J\x1b]0;pwned\x07' "$T/pty.out"
+
+# The text views of issue 17, each fed a hostile guest's own answers (g2, a VM named plainly, so
+# what is escaped is the answer): ESC, CSI, OSC, BEL, CR, the C1 CSI U+009B, the bidi override
+# U+202E and isolate U+2066, as JSON escapes that a parser turns into those bytes. Its `tar`
+# (first on its PATH) hands deploy an install.sh that answers validation-failed with them in
+# the reason and the differences, and hands probe a run-with-shim that does the same; its
+# current release's status.sh answers them in the releases, the service and the drift.
+HOSTILE='\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e\u2066\r'
+SEEN='\x1b]0;pwned\x07\x1b[2J\xc2\x9b31m\xe2\x80\xae\xe2\x81\xa6\r'
+mkdir -p "$T/evil"
+INSTALL_ANSWER="{\"result\":\"validation-failed\",\"reason\":\"the shimmed probe differs$HOSTILE (see shimmed.expect.differences)\",\"stock\":{\"probe\":\"x\"},\"shimmed\":{\"expect\":{\"pass\":false,\"differences\":[\"maxThreadgroupMemoryLength: want 65536, got $HOSTILE\",\"family$HOSTILE\"]}}}"
+printf '%s\n' "$INSTALL_ANSWER" >"$T/evil/install.json"
+printf '{"shim":{"active":true},"expect":{"pass":false,"differences":["maxThreadgroupMemoryLength: want 65536, got %s"]}}\n' \
+	"$HOSTILE" >"$T/evil/shimmed.json"
+cat >"$T/evil/tar" <<EOF
+#!/bin/sh
+# A hostile guest's tar (a test double of t-escape.sh).
+case " \$* " in
+*" bin/install.sh "*) echo "cat '$T/evil/install.json'"; exit 0 ;;
+esac
+/usr/bin/tar "\$@" || exit
+case " \$* " in
+*" bin/run-with-shim "*) printf '#!/bin/sh\ncat "%s"\nexit 1\n' '$T/evil/shimmed.json' >bin/run-with-shim ;;
+esac
+EOF
+chmod +x "$T/evil/tar"
+guest g2 127.0.0.243 --path "$T/evil" || exit 1
+"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
+# H CMD ARGS...: lume-metal CMD on g2, as the harness reaches it.
+H() {
+	h_c=$1
+	shift
+	"$LM" "$h_c" g2 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
+		--known-hosts "$T/known_hosts" --state "$T/state2" --accept-new "$@"
+}
+
+H deploy --payload "$T/b.tar.gz" --dry-run >"$T/plan.txt" 2>&1
+check_grep "deploy --dry-run: the plan's line (would install, current, new)" '^g2 +would install +current none, new ' \
+	"$T/plan.txt"
+H deploy --payload "$T/b.tar.gz" >"$T/vf.txt" 2>&1
+check_grep "deploy: the hostile install answers validation-failed, its differences in words" \
+	'^g2 +validation-failed +the shimmed probe differs.*: maxThreadgroupMemoryLength: want 65536, got ' "$T/vf.txt"
+check "... no raw control, C1, bidi or non-UTF-8 byte" clean "$T/vf.txt"
+check_has "... the reason and each difference escaped" \
+	"differs$SEEN: maxThreadgroupMemoryLength: want 65536, got $SEEN; family$SEEN" "$T/vf.txt"
+H deploy --payload "$T/b.tar.gz" --dry-run >"$T/plan.txt" 2>&1
+check_grep "deploy --dry-run after it: would be refused, and why" '^g2 +would be refused +current none, new ' "$T/plan.txt"
+check "... no raw control, C1, bidi or non-UTF-8 byte in the plan" clean "$T/plan.txt"
+check_has "... naming the record's reason (as the ledger keeps it: no control character)" \
+	"refused by the record of VM g2 (address 127.0.0.243) at " "$T/plan.txt"
+
+H probe --payload "$T/b.tar.gz" >"$T/probe2.txt" 2>&1
+check_grep "probe: the hostile run-with-shim's differences in words" \
+	'^g2 +validation-failed +.*maxThreadgroupMemoryLength: want 65536, got ' "$T/probe2.txt"
+check "... no raw control, C1, bidi or non-UTF-8 byte" clean "$T/probe2.txt"
+check_has "... the difference escaped" "got $SEEN" "$T/probe2.txt"
+
+# status: a current release whose status.sh answers escape sequences in every field it prints.
+R=$(root g2)
+Z=$(printf '%064d' 0)
+mkdir -p "$R/releases/$Z/bin"
+ln -s "$R/releases/$Z" "$R/current"
+printf '{"root":"r","current":"c%s","previous":"p%s","releases":[],"service":{"loaded":true,"state":"running%s","pid":7},"launchAgent":{"present":true,"matches":true},"drift":["bin/x%s","y"],"driftDetected":true}\n' \
+	"$HOSTILE" "$HOSTILE" "$HOSTILE" "$HOSTILE" >"$T/evil/status.json"
+printf 'cat "%s"\n' "$T/evil/status.json" >"$R/current/bin/status.sh"
+H status >"$T/status2.txt" 2>&1
+check_grep "status: its line (releases, service, shim, verdict, drift)" \
+	'^g2 +drift +current c.*, previous p.*; service running.*, pid 7; shim set by its LaunchAgent; image verdict fail; drift bin/x' \
+	"$T/status2.txt"
+check "... no raw control, C1, bidi or non-UTF-8 byte" clean "$T/status2.txt"
+check_has "... the release columns escaped (their first 12 bytes)" 'current c\x1b]0;pwned\x07\x1b, previous p\x1b]0;pwned\x07\x1b;' \
+	"$T/status2.txt"
+check_has "... the service escaped" "service running$SEEN, pid 7" "$T/status2.txt"
+check_has "... the drift escaped" "drift bin/x$SEEN, y" "$T/status2.txt"
 
 # A Mac host whose lume lists the hostile VM: host status names it escaped.
 mkdir -p "$T/g/mac1" "$T/lume-mac1"
