@@ -33,6 +33,19 @@ source_of(setting *s, const cli_conn *c, const char *def)
 		snprintf(s->source, sizeof s->source, "%s", def);
 }
 
+/* golden's registry and organization, whose flags cli_conn does not track: flag (given here),
+ * else the file's, else builtin. */
+static void
+golden_setting(setting *s, const cli_conn *c, const char *key, const char *flag, const char *builtin)
+{
+	const char *file = config_get(c->cfg, key, NULL);
+
+	*s = (setting){key, flag ? flag : file ? file : builtin, ""};
+	source_of(s, c, "default");
+	if (flag != NULL)
+		snprintf(s->source, sizeof s->source, "flag");
+}
+
 int
 cmd_config(int argc, char **argv)
 {
@@ -74,10 +87,12 @@ cmd_config(int argc, char **argv)
 		goto done;
 	/* With --host ALIAS: what ssh -G says of it, where the flags and the file say nothing. */
 	if (conn.nhosts == 1) {
-		if ((rc = guest_target_host(&t, conn.hosts[0], conn.ssh.user, err)) != LM_OK ||
-		    (user0 = strdup(t->user)) == NULL ||
-		    (rc = guest_target_resolve(t, lm_now_ms() + 10000, err)) != LM_OK) {
-			rc = cli_fail(rc ? rc : LM_EFAIL, t ? err : "out of memory");
+		if ((rc = guest_target_host(&t, conn.hosts[0], conn.ssh.user, err)) == LM_OK && (user0 = strdup(t->user)) == NULL)
+			rc = lm_err(err, LM_EFAIL, "out of memory");
+		if (rc == LM_OK)
+			rc = guest_target_resolve(t, lm_now_ms() + 10000, err);
+		if (rc != LM_OK) {
+			rc = cli_fail(rc, err);
 			goto done;
 		}
 	}
@@ -104,18 +119,8 @@ cmd_config(int argc, char **argv)
 	source_of(&v[n++], &conn, "default");
 	v[n] = (setting){"lume", conn.lume, ""};
 	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"registry", registry ? registry : config_get(conn.cfg, "registry", NULL) ?
-	    config_get(conn.cfg, "registry", NULL) : "ghcr.io", ""};
-	source_of(&v[n], &conn, "default");
-	if (registry)
-		snprintf(v[n].source, sizeof v[n].source, "flag");
-	n++;
-	v[n] = (setting){"organization", organization ? organization : config_get(conn.cfg, "organization", NULL) ?
-	    config_get(conn.cfg, "organization", NULL) : "trycua", ""};
-	source_of(&v[n], &conn, "default");
-	if (organization)
-		snprintf(v[n].source, sizeof v[n].source, "flag");
-	n++;
+	golden_setting(&v[n++], &conn, "registry", registry, "ghcr.io");
+	golden_setting(&v[n++], &conn, "organization", organization, "trycua");
 
 	if (conn.json) {
 		cJSON *o = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(o, "settings");

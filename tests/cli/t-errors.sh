@@ -89,5 +89,12 @@ check_rc "config shows each value and its source" 0 "$LM" config --parallel 5
 check_grep "... state from the file's line 1" "^state +$T/cstate +config:$CF:1\$" "$T/.out"
 check_grep "... parallel from the flag" "^parallel +5 +flag\$" "$T/.out"
 check_grep "... user: the default" "^user +lume +default\$" "$T/.out"
+printf 'registry=r.example\norganization=acme\n' >"$CF"
+check_rc "golden --dry-run takes registry= and organization= of the config file" 0 "$LM" golden src img:tag --dry-run \
+	--target linux-sim --state "$T/state"
+check_has "... in the push" "img:tag --registry r.example --organization acme" "$T/.out"
+check_rc "... and --organization wins over it" 0 "$LM" golden src img:tag --dry-run --target linux-sim \
+	--state "$T/state" --organization mine
+check_has "... there" "--registry r.example --organization mine" "$T/.out"
 rm -f "$CF"
 t_done
