@@ -666,16 +666,26 @@ cli_conn_ready(cli_conn *c, const char *cmd)
 }
 
 int
-cli_conn_check(cli_conn *c, int nvms, const char *cmd)
+cli_state_readable(cli_conn *c, const char *cmd)
 {
 	char err[LM_ERRLEN];
 	int rc;
 
 	if ((rc = cli_conn_ready(c, cmd)) != EXIT_OK)
 		return rc;
-	/* The ledger deploy's gate and status read: readable before any VM is reached. */
+	/* The ledger the gates and status read: readable before any VM is reached. */
 	if (ledger_readable(c->state, err) != LM_OK)
 		return cli_error(EXIT_USAGE, "%s: --state %s: %s", cmd, c->state, err);
+	return EXIT_OK;
+}
+
+int
+cli_conn_check(cli_conn *c, int nvms, const char *cmd)
+{
+	int rc;
+
+	if ((rc = cli_state_readable(c, cmd)) != EXIT_OK)
+		return rc;
 	for (size_t i = 0; i < c->nhosts; i++)
 		if ((rc = cli_host_check(c->hosts[i], cmd)) != EXIT_OK)
 			return rc;

@@ -164,9 +164,13 @@ void cli_conn_init(cli_conn *c);
  * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
  * command reads registry and organization itself with cli_conn_setting), then checks --state
  * (cli_state_check). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
- * EXIT_USAGE, before anything runs. cli_conn_check calls it; commands that do not call that
- * call this instead. */
+ * EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
+ * report and host, which take --state but no VM, call this instead. */
 int cli_conn_ready(cli_conn *c, const char *cmd);
+/* cli_conn_ready, then ledger_readable on the state: exit 2, "CMD: --state DIR: cannot be read:
+ * PATH: why", before any VM is reached (cli_conn_check calls it; bench, validate and golden
+ * too). Not for ledger and report, which show every document that reads and name the others. */
+int cli_state_readable(cli_conn *c, const char *cmd);
 /* The config file's value of key when no flag gave it (NULL: neither), after cli_conn_ready. */
 const char *cli_conn_setting(const cli_conn *c, const char *key);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */

@@ -64,7 +64,7 @@ cmd_bench(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "bench: takes exactly one VM (a Lume name or --host user@addr[:port])");
 		goto done;
 	}
-	if ((rc = cli_conn_ready(&conn, "bench")) != EXIT_OK ||
+	if ((rc = cli_state_readable(&conn, "bench")) != EXIT_OK ||
 	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "bench")) != EXIT_OK))
 		goto done;
 	{

@@ -133,7 +133,7 @@ cmd_golden(int argc, char **argv)
 		snprintf(build, sizeof build, "lume-metal-golden-%ld", (long)getpid());
 		g.build = build;
 	}
-	if ((rc = cli_conn_ready(&conn, "golden")) != EXIT_OK)
+	if ((rc = cli_state_readable(&conn, "golden")) != EXIT_OK)
 		goto done;
 	if (g.registry == NULL) /* the config file's, else golden.c's default */
 		g.registry = cli_conn_setting(&conn, "registry");

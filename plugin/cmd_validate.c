@@ -111,7 +111,7 @@ cmd_validate(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "validate: --model PATH (the model's path in the guest) is required");
 		goto done;
 	}
-	if ((rc = cli_conn_ready(&conn, "validate")) != EXIT_OK ||
+	if ((rc = cli_state_readable(&conn, "validate")) != EXIT_OK ||
 	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "validate")) != EXIT_OK) ||
 	    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK ||
 	    (rc = cli_validate_setup(&cv, &conn, &o, 1, "validate")) != EXIT_OK)

@@ -52,6 +52,16 @@ err "--state under a file" 2 "deploy: --state $T/file/s: not a directory" "$LM" 
 err "ledger --state FILE" 2 "ledger: --state $T/file: not a directory" "$LM" ledger --state "$T/file"
 err "report --ledger --state FILE" 2 "report: --state $T/file: not a directory" "$LM" report --ledger --state "$T/file"
 err "host --state FILE" 2 "host: --state $T/file: not a directory" "$LM" host status --state "$T/file"
+# A state that cannot be read (a file where its ledger/ is expected: root reads anything
+# chmod 000) stops every command that reaches a VM before it does (tests/deploy/t-state.sh
+# has deploy and status against a real guest).
+mkdir -p "$T/badstate"
+printf 'x\n' >"$T/badstate/ledger"
+err "golden with an unreadable --state" 2 "golden: --state $T/badstate: cannot be read: $T/badstate/ledger: Not a directory" \
+	"$LM" golden src img:tag --dry-run --target linux-sim --state "$T/badstate"
+err "... bench" 2 "bench: --state $T/badstate: cannot be read" "$LM" bench g1 --model m --state "$T/badstate"
+err "... validate" 2 "validate: --state $T/badstate: cannot be read" "$LM" validate g1 --model m --target linux-sim \
+	--state "$T/badstate"
 mkdir "$T/out"
 err "build -o DIR" 2 "build: -o $T/out: is a directory; -o names the file to write" "$LM" build --target linux-sim -o "$T/out"
 check "... and writes nothing there" sh -c '[ -z "$(ls -A "$1")" ]' - "$T/out"
