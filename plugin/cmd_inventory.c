@@ -27,19 +27,21 @@ cmd_inventory(int argc, char **argv)
 		{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'},
 		{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
 	};
-	const char *file = NULL, *name = NULL, *user = "lume";
+	const char *file = NULL, *name = NULL, *user;
 	char err[LM_ERRLEN];
+	cli_conn conn; /* -u and the config file's user= */
 	guest_target **hosts = NULL;
 	size_t n = 0;
 	cJSON *out = NULL;
 	int c, list = 0, rc, json = 1;
 
+	cli_conn_init(&conn);
 	while ((c = cli_getopt(argc, argv, "inventory", "u:", opts)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'l': list = 1; break;
 		case 'n': name = optarg; break;
-		case 'u': user = optarg; break;
+		case 'u': cli_conn_flag(&conn, 'u', optarg, "inventory"); break;
 		case 'j': break; /* its only output is JSON: --json is accepted, as every command does */
 		case 'F':
 			if (cli_format(optarg, "inventory", &json) < 0)
@@ -58,6 +60,10 @@ cmd_inventory(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "inventory: --hosts FILE is required");
 	if (list && name != NULL)
 		return cli_error(EXIT_USAGE, "inventory: takes --list or --host NAME, not both");
+	if ((rc = cli_conn_ready(&conn, "inventory")) != EXIT_OK)
+		return rc;
+	/* Ansible needs a user for each host: -u, else user= of the config file, else lume. */
+	user = conn.ssh.user ? conn.ssh.user : GUEST_DEFAULT_USER;
 	if ((rc = hosts_load(&hosts, &n, file, user, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (name != NULL) {

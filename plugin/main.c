@@ -154,7 +154,8 @@ static const cli_command commands[] = {
 	    "--host NAME: that host's variables; a name FILE does not list is exit 2.\n"
 	    "scripts/ansible/inventory runs it for `ansible -i`.\n\n"
 	    "  --hosts FILE      the hosts file; a bad line is exit 2, naming the file and line\n"
-	    "  -u, --user USER   the user of hosts that name none (default: lume)\n", NULL},
+	    "  -u, --user USER   the user of hosts that name none (default: user= of the config file,\n"
+	    "                    else lume)\n", NULL},
 	{"host", cmd_host, "the host's paravirtual-graphics preference",
 	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n"
 	    "       host status --hosts FILE [connection flags] [--json]\n\n"

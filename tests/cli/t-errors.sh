@@ -99,6 +99,12 @@ check_rc "config shows each value and its source" 0 "$LM" config --parallel 5
 check_grep "... state from the file's line 1" "^state +$T/cstate +config:$CF:1\$" "$T/.out"
 check_grep "... parallel from the flag" "^parallel +5 +flag\$" "$T/.out"
 check_grep "... user: the default" "^user +lume +default\$" "$T/.out"
+printf 'user=cfgu\n' >"$CF"
+printf 'mac1.example\n' >"$T/nouser.txt"
+check_rc "inventory takes the config file's user= for hosts that name none" 0 "$LM" inventory --hosts "$T/nouser.txt"
+check_has "... as ansible_user" '"ansible_user":"cfgu"' "$T/.out"
+check_rc "... and -u wins over it" 0 "$LM" inventory --hosts "$T/nouser.txt" -u flagu
+check_has "... there" '"ansible_user":"flagu"' "$T/.out"
 printf 'registry=r.example\norganization=acme\n' >"$CF"
 check_rc "golden --dry-run takes registry= and organization= of the config file" 0 "$LM" golden src img:tag --dry-run \
 	--target linux-sim --state "$T/state"
