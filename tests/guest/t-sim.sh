@@ -159,7 +159,7 @@ check "a crashing KeepAlive job: its runs count grows" test "$(svc runs com.exam
 is_eq "... its last exit code" "$(svc 'last exit code' com.example.sim)" 3
 check_grep "... its stderr in StandardErrorPath, run in its WorkingDirectory" '^crashing in /tmp$' "$T/crash.err"
 launchctl list >"$T/o"
-check_grep "... list shows its last status" '^-	3	com.example.sim$' "$T/o"
+check_grep "... list shows its last status" '^([0-9]+|-)	3	com.example.sim$' "$T/o"
 launchctl bootout "gui/$uid/com.example.sim"
 sed 's|<string>/bin/sleep</string>|<string>/no/such/program</string>|' "$T/run.plist" >"$T/missing.plist"
 chmod 644 "$T/missing.plist"
