@@ -13,11 +13,14 @@ guest tahoe-c 127.0.0.61 --env LUME_METAL_SIM_THROTTLE=0.2 --env LUME_METAL_CONF
 	{ not_ok "guest tahoe-c"; t_done; }
 G="$T/g/tahoe-c/home"
 SD="$G/Library/Logs/lume-metal/com.trycua.lume-metal.llama-server.shim"
-# A data folder of this tree's, whose workloads include the ones made below.
+# A data folder of this tree's, whose workloads include the ones made below; none requires a
+# validate record (the gate is t-validate's), so these deploys go straight to the guest.
 D=$T/data
 mkdir -p "$D/manifests/workloads"
 for f in guest-payload build manifests/profiles manifests/schema manifests/texts; do ln -s "$TOP/$f" "$D/$f"; done
-cp "$TOP/manifests/workloads/"*.json "$D/manifests/workloads/"
+for f in "$TOP/manifests/workloads/"*.json; do
+	sed 's/"requireValidation": *true/"requireValidation": false/' "$f" >"$D/manifests/workloads/${f##*/}"
+done
 LUME_METAL_DATADIR=$D
 export LUME_METAL_DATADIR
 check_rc "build the workload's payload" 0 "$LM" build --target linux-sim -o "$T/a.tar.gz"
@@ -27,7 +30,7 @@ A=$(sha256sum <"$T/a.tar.gz" | cut -c1-64)
 wl() {
 	sed -e "s|\"id\": \"llama-server\"|\"id\": \"$1\"|" -e "s|\"/opt/homebrew/bin/llama-server\"|\"$2\"|" \
 		-e "s|\"processes\": \\[\"llama-server\"\\]|\"processes\": [\"$3\"]|" \
-		"$TOP/manifests/workloads/llama-server.json" >"$D/manifests/workloads/$1.json"
+		"$D/manifests/workloads/llama-server.json" >"$D/manifests/workloads/$1.json"
 	check_rc "build the $1 payload" 0 "$LM" build --target linux-sim --workload "$1" -o "$T/$1.tar.gz"
 }
 printf '#!/bin/sh\necho "llama-server: failed to load model" >&2\nexit 1\n' >"$T/crash"
