@@ -42,6 +42,8 @@ check_rc "deploy" 0 lm deploy tahoe-c --payload "$T/a.tar.gz" --accept-new --jso
 check_grep "... deployed, the shim active in the process launchd runs" '"state":"deployed".*"process":\{"pid":[0-9]+,"shimActive":true' "$T/.out"
 pid=$(sed -n 's/.*"process":{"pid":\([0-9]*\),.*/\1/p' "$T/.out")
 check_has "... the pid's state file in the guest says so" '"active":true' "$SD/$pid"
+check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
+check_grep "... the deploy record keeps that pid and the shim active in it" "\"process\":\\{\"pid\":$pid,\"shimActive\":true\\}" "$T/.out"
 check_rc "status" 0 lm status tahoe-c
 check_grep "... names that pid and the shim active in it" "service running, pid $pid, shim active in it;" "$T/.out"
 
@@ -59,4 +61,6 @@ reverted() {
 }
 reverted "a crash loop" crash "the workload launchd runs does not have the shim: $T/crash exited \\(last exit code 1, [0-9]+ runs\\): it crashes; its stderr log ends: .*llama-server: failed to load model"
 reverted "a process the shim is not scoped to" named "the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES"
+check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
+check_grep "... the failed record keeps the stock process's pid and its shim state" '"workload":"named","target":"linux-sim","verdict":"fail".*"process":\{"pid":[0-9]+,"shimActive":false\}' "$T/.out"
 t_done
