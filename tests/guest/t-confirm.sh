@@ -10,8 +10,9 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
-# A crash loop shows in a fraction of a second, and a process without the shim within 2 s.
-LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=2
+# A crash loop shows in a fraction of a second; the wait for the shim's state is 10 s (a loaded
+# machine), 2 s where it must run out (a hardened program: no state ever comes).
+LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=10
 export LUME_METAL_SIM_THROTTLE LUME_METAL_CONFIRM_TIMEOUT
 
 b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
@@ -121,7 +122,9 @@ reverted "a crash loop" crash "^the workload launchd runs does not have the shim
 wl arm64e "$P/arm64e" arm64e "$DYLD"
 reverted "an arm64e program (dyld aborts it)" arm64e "^the workload launchd runs does not have the shim: $P/arm64e exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$T/shim.dylib' could not be loaded: .*have 'arm64', need 'arm64e'"
 wl hardened "$P/hardened" hardened "$DYLD"
+LUME_METAL_CONFIRM_TIMEOUT=2
 reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s"
+LUME_METAL_CONFIRM_TIMEOUT=10
 wl named /opt/homebrew/bin/llama-server ollama
 reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$"
 wl missing "$T/no-such-server" missing
