@@ -161,6 +161,17 @@ check_grep "... its stderr in StandardErrorPath, run in its WorkingDirectory" '^
 launchctl list >"$T/o"
 check_grep "... list shows its last status" '^([0-9]+|-)	3	com.example.sim$' "$T/o"
 launchctl bootout "gui/$uid/com.example.sim"
+# A job that ignores SIGTERM: bootout sends SIGKILL at its ExitTimeOut (1 s here) and waits.
+# shellcheck disable=SC2016 # perl's $SIG, in the plist
+sed -e 's|<string>/bin/sleep</string><string>600</string>|<string>/usr/bin/perl</string><string>-e</string><string>$SIG{TERM} = "IGNORE"; sleep 600</string>|' \
+	-e 's|<integer>3</integer>|<integer>1</integer>|' "$T/run.plist" >"$T/stubborn.plist"
+chmod 644 "$T/stubborn.plist"
+launchctl bootstrap "gui/$uid" "$T/stubborn.plist"
+k_pid=$(svc pid com.example.sim)
+check "a job that ignores SIGTERM runs" kill -0 "${k_pid:-0}"
+check "... bootout exits 0" launchctl bootout "gui/$uid/com.example.sim"
+check "... the process is gone (SIGKILL at ExitTimeOut)" sh -c "! kill -0 ${k_pid:-0} 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' /proc/${k_pid:-0}/stat"
+check_rc "... and the job is unloaded" 113 launchctl print "gui/$uid/com.example.sim"
 sed 's|<string>/bin/sleep</string>|<string>/no/such/program</string>|' "$T/run.plist" >"$T/missing.plist"
 chmod 644 "$T/missing.plist"
 launchctl bootstrap "gui/$uid" "$T/missing.plist"
