@@ -332,12 +332,14 @@ shim_state() {
 # confirm_job LABEL PLIST: after a bootstrap, waits (LUME_METAL_CONFIRM_TIMEOUT seconds, default
 # 60: llama-server creates its Metal device when it lists its backends, before the weights load,
 # so within a second or two; 60 s covers a cold start and ends within deploy's default --timeout
-# of 120 s) until launchd runs LABEL's job with a pid whose shim state says active and no exit
-# since the bootstrap (runs 1, no last exit code: a KeepAlive server that exited is crashing).
-# Sets c_pid, c_json (the shim's state, or null), c_active (true, false or null); fails with
-# c_err saying why: the job exited (with the end of its stderr log), the shim stays stock there
-# (its reason), or no state within the wait (dyld dropped the shim, or no Metal device yet). A
-# job launchd does not start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
+# of 120 s) until launchd runs LABEL's job with a pid whose shim state says active, then watches
+# it LUME_METAL_CONFIRM_SETTLE more seconds (default 5: a server that cannot load its model
+# exits soon after its device is up), with no exit since the bootstrap throughout (runs 1, the
+# same pid, no last exit code: a KeepAlive server that exited is crashing). Sets c_pid, c_json
+# (the shim's state, or null), c_active (true, false or null); fails with c_err saying why: the
+# job exited (with the end of its stderr log), the shim stays stock there (its reason), or no
+# state within the wait (dyld dropped the shim, or no Metal device yet). A job launchd does not
+# start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
 confirm_job() {
 	c_pid="" c_json=null c_active=null c_err=""
 	plist_job "$2" || { c_err="cannot read $2"; return 1; }
@@ -346,10 +348,14 @@ confirm_job() {
 	c_t=${LUME_METAL_CONFIRM_TIMEOUT:-60}
 	case $c_t in '' | *[!0-9]* | ????*) c_t=60 ;; esac
 	c_end=$(($(date +%s) + c_t))
+	c_s=${LUME_METAL_CONFIRM_SETTLE:-5}
+	case $c_s in '' | *[!0-9]* | ????*) c_s=5 ;; esac
+	c_settled=""
 	while :; do
 		job_info "$1"
 		[ "$s_loaded" -eq 1 ] || { c_err="gui/$uid/$1 is no longer loaded"; return 1; }
-		c_pid=$s_pid
+		[ -z "$c_settled" ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
+		[ -n "$c_settled" ] || c_pid=$s_pid
 		if [ -n "$s_exit" ] || [ "${s_runs:-0}" -gt 1 ]; then
 			c_err="$j_prog exited (${s_exit:-no exit status}, ${s_runs:-?} runs): it crashes"
 			if [ -f "$j_err" ]; then
@@ -362,7 +368,13 @@ confirm_job() {
 			shim_state "$sdir" "$s_pid"
 			c_json=$ss_json
 			case $ss_active in
-			true) c_active=true; return 0 ;;
+			true)
+				c_active=true
+				[ -n "$c_settled" ] || c_settled=$(($(date +%s) + c_s))
+				[ "$(date +%s)" -lt "$c_settled" ] || return 0
+				sleep 0.2
+				continue
+				;;
 			false)
 				c_active=false
 				c_err="the shim stays stock in $j_prog (pid $s_pid): $ss_reason"

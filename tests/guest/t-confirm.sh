@@ -54,11 +54,11 @@ chmod +x "$P/crash"
 # linux-sim release itself preloads with LD_PRELOAD.
 wl_json() {
 	mkdir -p "$T/wl"
-	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5}\n' \
-		"$1" "$LABEL" "$2" "$3" "$1" "$1" >"$T/wl/$1.json"
+	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s}\n' \
+		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" >"$T/wl/$1.json"
 }
 wl() {
-	wl_json "$@"
+	wl_json "$1" "$2" "$3"
 	payload "$T/$1.tar.gz" --workload "$T/wl/$1.json" || return 1
 	[ $# -ge 4 ] || return 0
 	rm -rf "$T/edit"
@@ -153,6 +153,18 @@ if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-m
 else
 	ok "# skip --check before bootstrap: no build/macos shim and probe (make shim with zig)"
 fi
+
+# A server that cannot load its model exits soon after its Metal device is up, the shim active:
+# install watches it LUME_METAL_CONFIRM_SETTLE seconds more (2 here) and sees the exit.
+wl_json settle /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1"}'
+payload "$T/settle.tar.gz" --workload "$T/wl/settle.json"
+snapshot --no-pid >"$T/before"
+LUME_METAL_CONFIRM_SETTLE=2 install "$T/o.json" "$T/settle.tar.gz" "$SHA"
+rc_is "an exit after the shim is active: install exits 1" 1
+jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+check_grep "... the reason: it exited, with its log" "^the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\): it crashes; its stderr log ends: .*SIMULATED: failed to load the model" "$T/reason"
+same "... links, releases, LaunchAgent and service as before" "$T/before" --no-pid
+alive "... the old service runs again" "$(svc pid)"
 
 # An arm64 program with the shim inserted: dyld loads it, the shim is active in the process.
 wl arm64 "$P/arm64" arm64 "$DYLD"

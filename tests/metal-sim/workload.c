@@ -6,9 +6,14 @@
  * what it got, then waits until SIGTERM (exit 0) or SIGKILL. The simulated guests find it as
  * /opt/homebrew/bin/llama-server (tests/guest-sim/bin/launchctl, LUME_METAL_SIM_ROOT), and the
  * simulated launchctl runs it, under the program's own name, for a fake Mach-O program.
+ * LM_SIM_WORKLOAD_EXIT=N (set by a test's workload, in its LaunchAgent's EnvironmentVariables)
+ * makes it fail as a server whose model does not load: 0.3 s after the device is up it says so
+ * and exits N.
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "metal-sim.h"
 
@@ -36,6 +41,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "%s: SIMULATED workload stand-in: %s\n", argv[0],
 	    dev != nil ? "the Metal device is up; serving until SIGTERM" : "no Metal device");
 	fflush(stderr);
+	if (getenv("LM_SIM_WORKLOAD_EXIT") != NULL) {
+		struct timespec ts = {0, 300000000L};
+
+		nanosleep(&ts, NULL);
+		fprintf(stderr, "%s: SIMULATED: failed to load the model\n", argv[0]);
+		return atoi(getenv("LM_SIM_WORKLOAD_EXIT"));
+	}
 	while (!stop)
 		sigsuspend(&old);
 	return 0;
