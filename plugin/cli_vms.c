@@ -334,14 +334,15 @@ print_status(const cJSON *res, const cJSON *st)
 	else if (cJSON_IsNumber(pid) && pid->valuedouble > 0) {
 		const cJSON *act = cJSON_GetObjectItemCaseSensitive(svc, "shimActive");
 
-		/* What the shim left in that process (status.sh reads its state file for the pid). */
+		/* What the shim left in that process (status.sh reads its state file for the pid); a
+		 * status.sh of an older release says nothing of it, and neither does this line. */
 		cli_printf("%s, pid %.0f", str(svc, "state", "loaded"), pid->valuedouble);
 		if (cJSON_IsTrue(act))
 			printf(", shim active in it");
 		else if (cJSON_IsFalse(act))
 			cli_printf(", shim stays stock in it: %.200s",
 			    str(cJSON_GetObjectItemCaseSensitive(svc, "shim"), "reason", "no reason given"));
-		else
+		else if (cJSON_IsNull(act))
 			printf(", no shim state for it");
 	} else
 		cli_printf("%s, no pid", str(svc, "state", "loaded"));

@@ -63,4 +63,12 @@ reverted "a crash loop" crash "the workload launchd runs does not have the shim:
 reverted "a process the shim is not scoped to" named "the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES"
 check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
 check_grep "... the failed record keeps the stock process's pid and its shim state" '"workload":"named","target":"linux-sim","verdict":"fail".*"process":\{"pid":[0-9]+,"shimActive":false\}' "$T/.out"
+
+# The shim's reason comes from the guest: a hostile one is escaped in the status line.
+R=$(root tahoe-c)/current
+chmod -R u+w "$R/bin"
+printf '#!/bin/sh\nprintf %s\n' "'{\"current\":\"c\",\"previous\":null,\"releases\":[],\"service\":{\"loaded\":true,\"state\":\"running\",\"pid\":7,\"shimActive\":false,\"shim\":{\"reason\":\"\\\\u001b]0;pwned\\\\u0007\"}},\"launchAgent\":{\"present\":true,\"matches\":true},\"drift\":[],\"driftDetected\":false}'" >"$R/bin/status.sh"
+check_rc "status of a guest whose status.sh answers a hostile shim reason" 0 lm status tahoe-c
+check_has "... the reason escaped" 'pid 7, shim stays stock in it: \x1b]0;pwned\x07;' "$T/.out"
+if grep -q "$(printf '\033')" "$T/.out"; then not_ok "... no raw escape byte"; else ok "... no raw escape byte"; fi
 t_done
