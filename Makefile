@@ -91,7 +91,7 @@ build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 lint:
 	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
-	    tests/sshd.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
+	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision \
 	    scripts/mac-first-run \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
@@ -108,7 +108,8 @@ test-build: all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
 
 # The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
 # device (GCC's libobjc); not the Mach-O cross-build (zig).
-demo: deps-demo plugin/lume-metal build/linux/libMetal.so build/linux/liblumemetal.so build/linux/lume-metal-probe
+demo: deps-demo plugin/lume-metal build/linux/libMetal.so build/linux/liblumemetal.so build/linux/lume-metal-probe \
+      $(SIM_WORKLOAD)
 	sh scripts/demo
 
 # make install PREFIX=/usr/local DESTDIR=: the binary; its data folder PKGDATADIR (guest

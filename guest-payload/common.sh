@@ -268,5 +268,126 @@ restore_agents() {
 		bootstrap_agent "$AGENTS/$l.plist" "$l" || reason="$reason; re-bootstrapping $l failed too: $b_err"
 	done
 }
+# shim_dir LABEL: sets sdir to where the shim in LABEL's job leaves its state, one file per pid
+# (the LaunchAgent's LUME_METAL_STATE_DIR, plugin/agent.h).
+shim_dir() { sdir="$LOGS/$1.shim"; }
+# plist_job PLIST: sets j_prog to the first ProgramArguments string of a rendered LaunchAgent
+# (XML entities decoded), j_err to its StandardErrorPath, and j_starts to 1 when RunAtLoad or
+# KeepAlive is true (launchd starts the job at bootstrap), else 0. One awk.
+plist_job() {
+	j_prog="" j_err="" j_starts=0
+	j_out=$(awk '
+		/<string>/ { v = $0; sub(/.*<string>/, "", v); sub(/<\/string>.*/, "", v)
+			gsub(/&lt;/, "<", v); gsub(/&gt;/, ">", v); gsub(/&quot;/, "\"", v); gsub(/&amp;/, "\\&", v) }
+		/<key>ProgramArguments<\/key>/ { pa = 1; next }
+		pa && /<string>/ { prog = v; pa = 0 }
+		/<key>StandardErrorPath<\/key>/ { ek = 1; next }
+		ek { err = v; ek = 0 }
+		/<key>(RunAtLoad|KeepAlive)<\/key>/ { k = 1; next }
+		k { if ($0 ~ /<true\/>/) starts = 1; k = 0 }
+		END { print starts + 0; print err; print prog }' "$1") || return 1
+	j_starts=${j_out%%"$nl"*}
+	j_out=${j_out#*"$nl"}
+	j_err=${j_out%%"$nl"*}
+	j_prog=${j_out#*"$nl"}
+}
+# job_info LABEL: what `launchctl print` says of LABEL's job: s_loaded (0/1), s_state, s_pid,
+# s_runs, s_exit ("" while it never exited, else the "last exit code" or "last terminating
+# signal" text). One launchctl, read without another process.
+job_info() {
+	s_loaded=0 s_state="" s_pid="" s_runs="" s_exit=""
+	s_out=$(launchctl print "gui/$uid/$1" 2>/dev/null) || return 0
+	s_loaded=1
+	while IFS= read -r s_l; do
+		s_l=${s_l#"${s_l%%[![:space:]]*}"}
+		case $s_l in
+		'state = '*) [ -n "$s_state" ] || s_state=${s_l#state = } ;;
+		'pid = '*) s_pid=${s_l#pid = } ;;
+		'runs = '*) s_runs=${s_l#runs = } ;;
+		'last exit code = (never exited)') ;;
+		'last exit code = '*) s_exit="last exit code ${s_l#last exit code = }" ;;
+		'last terminating signal = '*) s_exit="terminated by ${s_l#last terminating signal = }" ;;
+		esac
+	done <<JOB
+$s_out
+JOB
+	case $s_pid in *[!0-9]*) s_pid="" ;; esac
+	case $s_runs in *[!0-9]*) s_runs="" ;; esac
+}
+# shim_state DIR PID: the state the shim left in process PID (DIR/PID, written by the shim):
+# ss_json (the object, or null), ss_active (true, false, or "" without a file), ss_reason.
+shim_state() {
+	ss_active="" ss_reason=""
+	jfile "$1/$2"
+	ss_json=$j_out
+	case $ss_json in
+	*'"active":true'*) ss_active=true ;;
+	*'"active":false'*)
+		ss_active=false
+		ss_reason=${ss_json#*'"reason":"'}
+		ss_reason=${ss_reason%%'"'*}
+		;;
+	esac
+}
+# confirm_job LABEL PLIST: after a bootstrap, waits (LUME_METAL_CONFIRM_TIMEOUT seconds, default
+# 60: llama-server creates its Metal device when it lists its backends, before the weights load,
+# so within a second or two; 60 s covers a cold start and ends within deploy's default --timeout
+# of 120 s) until launchd runs LABEL's job with a pid whose shim state says active, then watches
+# it LUME_METAL_CONFIRM_SETTLE more seconds (default 5: a server that cannot load its model
+# exits soon after its device is up), with no exit since the bootstrap throughout (runs 1, the
+# same pid, no last exit code: a KeepAlive server that exited is crashing). Sets c_pid, c_json
+# (the shim's state, or null), c_active (true, false or null); fails with c_err saying why: the
+# job exited (with the end of its stderr log), the shim stays stock there (its reason), or no
+# state within the wait (dyld dropped the shim, or no Metal device yet). A job launchd does not
+# start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
+confirm_job() {
+	c_pid="" c_json=null c_active=null c_err=""
+	plist_job "$2" || { c_err="cannot read $2"; return 1; }
+	[ "$j_starts" -eq 1 ] || return 0
+	shim_dir "$1"
+	c_t=${LUME_METAL_CONFIRM_TIMEOUT:-60}
+	case $c_t in '' | *[!0-9]* | ????*) c_t=60 ;; esac
+	c_end=$(($(date +%s) + c_t))
+	c_s=${LUME_METAL_CONFIRM_SETTLE:-5}
+	case $c_s in '' | *[!0-9]* | ????*) c_s=5 ;; esac
+	c_settled=""
+	while :; do
+		job_info "$1"
+		[ "$s_loaded" -eq 1 ] || { c_err="gui/$uid/$1 is no longer loaded"; return 1; }
+		[ -z "$c_settled" ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
+		[ -n "$c_settled" ] || c_pid=$s_pid
+		if [ -n "$s_exit" ] || [ "${s_runs:-0}" -gt 1 ]; then
+			c_err="$j_prog exited (${s_exit:-no exit status}, ${s_runs:-?} runs): it crashes"
+			if [ -f "$j_err" ]; then
+				c_log=$(tail -n 2 "$j_err" | tr -d '\000-\010\013-\037' | tr '\n' ' ' | cut -c1-400)
+				c_err="$c_err; its stderr log ends: $c_log"
+			fi
+			return 1
+		fi
+		if [ "$s_state" = running ] && [ -n "$s_pid" ]; then
+			shim_state "$sdir" "$s_pid"
+			c_json=$ss_json
+			case $ss_active in
+			true)
+				c_active=true
+				[ -n "$c_settled" ] || c_settled=$(($(date +%s) + c_s))
+				[ "$(date +%s)" -lt "$c_settled" ] || return 0
+				sleep 0.2
+				continue
+				;;
+			false)
+				c_active=false
+				c_err="the shim stays stock in $j_prog (pid $s_pid): $ss_reason"
+				return 1
+				;;
+			esac
+		fi
+		if [ "$(date +%s)" -ge "$c_end" ]; then
+			c_err="no shim state from $j_prog (pid ${s_pid:-none}, state ${s_state:-unknown}) within $c_t s in $sdir: dyld did not load the shim into it (hardened runtime?), or it created no Metal device"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
 stuck=""
 LM_COMMON_LOADED=1

@@ -6,14 +6,19 @@
 # copy; deploy runs `tar -xzOf FILE bin/install.sh | sh -s -- ...`. Order: check the payload's
 # SHA-256, check every entry name and type, unpack under staging/, check every file against
 # SHA256SUMS (and SHA256SUMS against MANIFEST.json), move it to releases/<sha>/, run the probe
-# stock and shimmed, and only on a pass render the LaunchAgent, switch `current` (a temporary
-# link renamed over it), keep `previous`, and bootstrap the service. Anything that fails puts
-# back what was there, so the previous state keeps running.
+# stock and shimmed, and only on a pass render the LaunchAgent (its program checked by
+# run-with-shim --check), switch `current` (a temporary link renamed over it), keep `previous`,
+# bootstrap the service, and confirm that the process launchd runs has the shim active.
+# Anything that fails puts back what was there, so the previous state keeps running.
 #
 # Prints one JSON object on stdout:
 #   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
 #    "label":...,"plist":...,"validated":true|false,"reason":...,"stock":{probe}|null,
-#    "shimmed":{probe}|null}
+#    "shimmed":{probe}|null,"process":{"pid":N,"shimActive":true|false|null,"shim":{...}|null}|null}
+# "process" is the workload's process launchd runs after the bootstrap (its pid, and the state
+# its shim left in $LOGS/<label>.shim/<pid>): step 8 confirms it, within
+# LUME_METAL_CONFIRM_TIMEOUT seconds (default 60), and reverts when it stays stock, aborts or
+# crash-loops (confirm_job in common.sh).
 # Exit 0 installed or unchanged, 1 refused or failed (old state kept), 2 usage.
 set -u
 
@@ -22,7 +27,7 @@ set -u
 
 payload="" want="" validate=1
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
-stock_json=null shimmed_json=null validated=false
+stock_json=null shimmed_json=null validated=false proc=null
 work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
@@ -43,7 +48,7 @@ emit() {
 	jopt "$reason"
 	printf ',"cleaned":'
 	jopt "$cleaned"
-	printf ',"stock":%s,"shimmed":%s}\n' "$stock_json" "$shimmed_json"
+	printf ',"stock":%s,"shimmed":%s,"process":%s}\n' "$stock_json" "$shimmed_json" "$proc"
 }
 # cleanup: the work directory and the lock, in one rm.
 cleanup() {
@@ -69,6 +74,7 @@ usage() {
 fail() {
 	reason=$1
 	trap '' INT TERM HUP
+	[ -z "${c_pid:-}" ] || proc="{\"pid\":$c_pid,\"shimActive\":$c_active,\"shim\":$c_json}"
 	[ "$activating" -eq 0 ] || revert_activation
 	if [ "$new_rel" -eq 1 ] && [ -n "$R" ]; then rm -rf "$R"; fi
 	if [ -n "$displaced" ] && [ -d "$displaced" ]; then
@@ -275,6 +281,15 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	rm -f "$new_plist"
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
+# The program launchd will run must take the shim: run-with-shim --check refuses what dyld would
+# abort (arm64e, x86_64) or run stock (the hardened runtime without the entitlement), and a
+# program that is not Mach-O (on macOS); on linux-sim it checks what run-with-shim checks there.
+plist_job "$new_plist" || { rm -f "$new_plist"; fail "cannot read $new_plist"; }
+if [ -n "$j_prog" ] && ! c_out=$("$R/bin/run-with-shim" --check "$j_prog" 2>&1 >/dev/null); then
+	rm -f "$new_plist"
+	c_out=${c_out#run-with-shim: }
+	fail "the LaunchAgent's program cannot take the shim: ${c_out%%"$nl"*}"
+fi
 old_label=""
 [ -z "$cur_sha" ] || ! label_of "$ROOT/releases/$cur_sha" || old_label=$lbl
 [ "$old_label" != "$label" ] || old_label=""
@@ -298,7 +313,15 @@ if [ "$sha" != "$cur_sha" ]; then
 fi
 mv -f "$new_plist" "$plist" || fail "cannot move the LaunchAgent to $plist"
 [ -z "$old_label" ] || rm -f "$AGENTS/$old_label.plist"
+# The shim's state from processes of earlier runs goes: a pid can come again.
+shim_dir "$label"
+{ rm -rf "$sdir" && mkdir -p "$sdir"; } || fail "cannot make $sdir"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
+# The process launchd runs must have the shim active and stay up; otherwise all is put back.
+if [ "$validate" -eq 1 ]; then
+	confirm_job "$label" "$plist" || fail "the workload launchd runs does not have the shim: $c_err"
+	proc="{\"pid\":${c_pid:-null},\"shimActive\":$c_active,\"shim\":$c_json}"
+fi
 activating=0
 new_rel=0
 [ -z "$displaced" ] || rm -rf "$displaced"

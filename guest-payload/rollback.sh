@@ -176,6 +176,9 @@ point_link current "$prev_sha" || fail "cannot switch $ROOT/current"
 point_link previous "" || fail "cannot clear $ROOT/previous"
 mv -f "$new_plist" "$plist" || fail "cannot move the LaunchAgent to $plist"
 [ -z "$old_label" ] || rm -f "$AGENTS/$old_label.plist"
+# The shim's state from earlier processes goes, as install does: a pid can come again.
+shim_dir "$label"
+rm -rf "$sdir"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
 activating=0
 if [ -n "$cur_sha" ] && [ "$cur_sha" != "$prev_sha" ] && [ -d "$ROOT/releases/$cur_sha" ]; then

@@ -5,13 +5,16 @@
 # Reports, changing nothing: the installed releases and whether each still matches its
 # SHA256SUMS (drift: changed, missing or unlisted files), current and previous, the
 # LaunchAgent (present, and equal to what the current release renders), the service state from
-# launchctl print, the guest's macOS version and model, and image.json when present.
+# launchctl print and whether the shim is active in its process, the guest's macOS version and model, and image.json when present.
 #
 # Prints one JSON object on stdout:
 #   {"root":...,"current":...,"previous":...,"releases":[{"sha256":...,"intact":...,"drift":[...]}],
-#    "label":...,"service":{"target":...,"loaded":...,"state":...,"pid":...},
+#    "label":...,"service":{"target":...,"loaded":...,"state":...,"pid":...,"shimActive":...,"shim":...},
 #    "launchAgent":{"path":...,"present":...,"matches":...},"drift":[...],"driftDetected":...,
 #    "os":{"productVersion":...,"build":...},"model":...,"image":{...}|null}
+# "service.shimActive" is what the shim left for the running pid ($LOGS/<label>.shim/<pid>, the
+# object itself in "shim"): true, false (stays stock, with its reason), null (no such file: no
+# pid, or dyld did not load the shim there).
 # "drift" lists the current release's drifted files, plus the LaunchAgent path when the
 # installed plist differs from the rendered one. Exit 0 when reported, 2 usage.
 set -u
@@ -56,9 +59,15 @@ if [ -n "$label" ]; then
 	if out=$(launchctl print "$target" 2>/dev/null); then
 		st=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*state = //p' | head -n 1)
 		pid=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*pid = \([0-9][0-9]*\)$/\1/p' | head -n 1)
-		service="{\"target\":$(jstr "$target"),\"loaded\":true,\"state\":$(jopt "$st"),\"pid\":${pid:-null}}"
+		# What the shim left in that process (install.sh's confirmation reads the same file).
+		ss_json=null ss_active=""
+		if [ -n "$pid" ]; then
+			shim_dir "$label"
+			shim_state "$sdir" "$pid"
+		fi
+		service="{\"target\":$(jstr "$target"),\"loaded\":true,\"state\":$(jopt "$st"),\"pid\":${pid:-null},\"shimActive\":${ss_active:-null},\"shim\":$ss_json}"
 	else
-		service="{\"target\":$(jstr "$target"),\"loaded\":false,\"state\":null,\"pid\":null}"
+		service="{\"target\":$(jstr "$target"),\"loaded\":false,\"state\":null,\"pid\":null,\"shimActive\":null,\"shim\":null}"
 	fi
 	plist="$AGENTS/$label.plist"
 	if [ -f "$plist" ]; then

@@ -142,6 +142,9 @@ agent_render_plist(lm_buf *b, const manifest_workload *w, const manifest_profile
 	    lm_buf_addf(b, "\t\t<string>" RELEASE_TOKEN "/%s</string>\n", t->shim_lib);
 	rc |= each_shim_var(b, p, plist_var);
 	rc |= plist_var(b, "LUME_METAL_PROCESSES", procs.data ? procs.data : "");
+	rc |= add_key(b, "\t\t", "LUME_METAL_STATE_DIR") ||
+	    lm_buf_addf(b, "\t\t<string>" HOME_TOKEN "/" AGENT_STATE_DIR) || add_xml(b, w->label) ||
+	    lm_buf_addf(b, AGENT_STATE_SUFFIX "</string>\n");
 	rc |= lm_buf_addf(b, "\t</dict>\n");
 	rc |= add_key(b, "\t", "StandardOutPath") ||
 	    add_string(b, "\t", cJSON_GetObjectItemCaseSensitive(j, "stdoutPath")->valuestring);

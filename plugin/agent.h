@@ -22,7 +22,15 @@ typedef struct {
 #define AGENT_THROTTLE_INTERVAL 10
 #define AGENT_EXIT_TIMEOUT 20
 
-/* Appends the plist to out. Returns LM_OK or LM_EINPUT naming the workload field. */
+/* Where the shim in the job's process leaves its state (LUME_METAL_STATE_DIR, one file per pid),
+ * under the guest's HOME: "Library/Logs/lume-metal/<label>.shim". install.sh and status.sh read
+ * it there (guest-payload/common.sh, shim_dir). */
+#define AGENT_STATE_DIR "Library/Logs/lume-metal/"
+#define AGENT_STATE_SUFFIX ".shim"
+
+/* Appends the plist to out; its EnvironmentVariables hold the workload's own, the preload
+ * variable, the profile's LUME_METAL_* values, LUME_METAL_PROCESSES and LUME_METAL_STATE_DIR.
+ * Returns LM_OK or LM_EINPUT naming the workload field. */
 int agent_render_plist(lm_buf *out, const manifest_workload *w, const manifest_profile *p,
     const agent_target *t, char *err);
 

@@ -317,8 +317,8 @@ short_sha(char *out, size_t len, const cJSON *o, const char *k)
 	return out;
 }
 
-/* status in words: current and previous release, the service, the LaunchAgent (which is what
- * sets the shim for the process launchd runs), the image version's verdict, and drift. */
+/* status in words: current and previous release, the service and whether the shim is active in
+ * its process, the LaunchAgent (which is what sets the shim for the process launchd runs), the image version's verdict, and drift. */
 static void
 print_status(const cJSON *res, const cJSON *st)
 {
@@ -331,9 +331,20 @@ print_status(const cJSON *res, const cJSON *st)
 	    short_sha(cur, sizeof cur, st, "current"), short_sha(prev, sizeof prev, st, "previous"));
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "loaded")))
 		printf("not loaded");
-	else if (cJSON_IsNumber(pid) && pid->valuedouble > 0)
+	else if (cJSON_IsNumber(pid) && pid->valuedouble > 0) {
+		const cJSON *act = cJSON_GetObjectItemCaseSensitive(svc, "shimActive");
+
+		/* What the shim left in that process (status.sh reads its state file for the pid); a
+		 * status.sh of an older release says nothing of it, and neither does this line. */
 		cli_printf("%s, pid %.0f", str(svc, "state", "loaded"), pid->valuedouble);
-	else
+		if (cJSON_IsTrue(act))
+			printf(", shim active in it");
+		else if (cJSON_IsFalse(act))
+			cli_printf(", shim stays stock in it: %.200s",
+			    str(cJSON_GetObjectItemCaseSensitive(svc, "shim"), "reason", "no reason given"));
+		else if (cJSON_IsNull(act))
+			printf(", no shim state for it");
+	} else
 		cli_printf("%s, no pid", str(svc, "state", "loaded"));
 	printf("; shim %s", !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "present")) ? "not set (no LaunchAgent)" :
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "matches")) ? "set by its LaunchAgent" :

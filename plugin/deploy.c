@@ -354,6 +354,26 @@ recorded_for(const deploy_opts *o, const cJSON *key, const guest_target *t, cons
 	return found;
 }
 
+/* The workload's process as install.sh confirmed it after the bootstrap ("process" in its
+ * JSON), kept in the record as two fields, never the guest's object: its pid and whether the
+ * shim was active there. Nothing when the install did not get that far. */
+static void
+record_process(cJSON *rec, const cJSON *proc)
+{
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(proc, "pid");
+	const cJSON *act = cJSON_GetObjectItemCaseSensitive(proc, "shimActive");
+	cJSON *p;
+
+	if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 2147483647.0 ||
+	    (p = cJSON_AddObjectToObject(rec, "process")) == NULL)
+		return;
+	cJSON_AddNumberToObject(p, "pid", (double)(long)pid->valuedouble);
+	if (cJSON_IsBool(act))
+		cJSON_AddBoolToObject(p, "shimActive", cJSON_IsTrue(act));
+	else
+		cJSON_AddNullToObject(p, "shimActive");
+}
+
 /* The payload is current but the ledger has no record of its install on this VM (a run that
  * was interrupted or killed after the guest activated it): the record is made from the result
  * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
@@ -381,6 +401,7 @@ reconcile(cJSON *r, vm_session *s, const guest_target *t, const deploy_opts *o)
 	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
 	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+	record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
 	cJSON_AddTrueToObject(rec, "reconciled");
 	set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a run "
 	    "interrupted or killed after the guest activated it): recorded now from the guest's install.json");
@@ -494,6 +515,7 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
 			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
 			    "shimmed")));
+			record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
 			if (o->force)
 				cJSON_AddTrueToObject(rec, "forced");
 			record(r, o, s.key, rec);

@@ -11,7 +11,9 @@
  * 0) reads from the whole string (so 0x3f1 is 1009), an empty optional variable is unset. A
  * missing (or empty), malformed or out-of-range value, a missing _MTLDevice class, and a missing
  * supportsFamily: or maxThreadgroupMemoryLength (or one of another type) leave the whole process
- * stock and say why in one stderr line.
+ * stock and say why in one stderr line. With LUME_METAL_STATE_DIR set (the LaunchAgent sets it),
+ * the process also leaves what it decided in DIR/<pid> (lm_record), which install.sh and
+ * status.sh read from the job launchd runs.
  *
  * How the hooks go in: arming (the constructor, or the first interposed call if that comes
  * earlier) reads the settings and, when the private _MTLDevice -initGPUFamilySupport exists
@@ -31,6 +33,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lm_objc.h"
@@ -117,6 +121,69 @@ static const char *lm_show(char *buf, size_t size, const char *value)
 	return buf;
 }
 
+static const char *lm_env(const char *name);
+
+/* lm_jcopy: SRC for a JSON string, with '"', '\\' and control characters as '?'. */
+static const char *lm_jcopy(char *buf, size_t size, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] != '\0' && i + 1 < size; i++)
+		buf[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f || src[i] == '"' ||
+		    src[i] == '\\') ? '?' : src[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+/*
+ * lm_record: the proof a process leaves of what the shim did in it (caller holds lm_lock), for
+ * install.sh and status.sh to read from the job launchd runs: one small JSON object in
+ * $LUME_METAL_STATE_DIR/<pid>, written to .<pid>.tmp there by one write(2) and renamed over it,
+ * so a reader sees the whole file or none. Nothing when the variable is unset or empty, or the
+ * path is too long; no allocation.
+ */
+static void lm_record(void)
+{
+	const char *dir = lm_env("LUME_METAL_STATE_DIR");
+	char path[1024], tmp[1024], body[1024], proc[sizeof lm_st.process];
+	char cls[sizeof lm_st.device_class], why[sizeof lm_st.reason], ws[32];
+	long pid = (long)getpid();
+	int n, fd;
+
+	if (!dir || (size_t)snprintf(path, sizeof path, "%s/%ld", dir, pid) >= sizeof path ||
+	    (size_t)snprintf(tmp, sizeof tmp, "%s/.%ld.tmp", dir, pid) >= sizeof tmp)
+		return;
+	lm_jcopy(proc, sizeof proc, lm_st.process);
+	if (lm_st.active) {
+		if (lm_st.has_working_set)
+			snprintf(ws, sizeof ws, "%llu", lm_st.working_set);
+		else
+			snprintf(ws, sizeof ws, "null");
+		n = snprintf(body, sizeof body, "{\"pid\":%ld,\"process\":\"%s\",\"active\":true,"
+		    "\"appleFamilyMax\":%ld,\"maxThreadgroupMemory\":%lu,"
+		    "\"recommendedWorkingSetSize\":%s,\"deviceClass\":\"%s\",\"reason\":null}\n",
+		    pid, proc, lm_st.apple_family_max, lm_st.max_threadgroup_memory, ws,
+		    lm_jcopy(cls, sizeof cls, lm_st.device_class));
+	} else {
+		n = snprintf(body, sizeof body, "{\"pid\":%ld,\"process\":\"%s\",\"active\":false,"
+		    "\"reason\":\"%s\"}\n", pid, proc, lm_jcopy(why, sizeof why, lm_st.reason));
+	}
+	if (n < 0 || (size_t)n >= sizeof body)
+		return;
+	(void)mkdir(dir, 0755);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, body, (size_t)n) != n) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	close(fd);
+	if (rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 /* lm_fail: switch off for good (caller holds lm_lock) and say why. */
 static void lm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void lm_fail(const char *fmt, ...)
@@ -130,6 +197,7 @@ static void lm_fail(const char *fmt, ...)
 	lm_st.active = 0;
 	atomic_store_explicit(&lm_done, 1, memory_order_release);
 	lm_say("%s stays stock: %s", lm_st.process, lm_st.reason);
+	lm_record();
 }
 
 /* ---- settings ---- */
@@ -243,6 +311,7 @@ static int lm_configure(void)
 			    "process %s is not in LUME_METAL_PROCESSES", lm_st.process);
 			lm_phase = LM_OFF;
 			atomic_store_explicit(&lm_done, 1, memory_order_release);
+			lm_record();
 			return -1;
 		}
 		lm_st.has_processes = 1;
@@ -495,6 +564,7 @@ static void lm_install(id device)
 	    lm_st.apple_family_max, lm_st.max_threadgroup_memory, line,
 	    lm_init_hooked ? "" : " (through MTLCreateSystemDefaultDevice/MTLCopyAllDevices only: "
 	    LM_BASE_CLASS " has no initGPUFamilySupport of the expected type)");
+	lm_record();
 done:
 	pthread_mutex_unlock(&lm_lock);
 }

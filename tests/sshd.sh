@@ -12,7 +12,9 @@
 #       --keytype TYPE serves only a host key of that type (ssh-keygen -t: ed25519, the default,
 #       ecdsa, rsa), kept in DIR/host_TYPE, as a guest that comes back with another key type.
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
-# The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH.
+# The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH, and
+# LUME_METAL_CONFIRM_SETTLE=0: install.sh does not watch the workload on after its shim is seen
+# active (tests/guest/t-confirm.sh tests that wait; --env may set it again).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/tests/pidfile.sh"
@@ -66,7 +68,7 @@ UsePAM no
 StrictModes no
 PermitRootLogin yes
 AllowTcpForwarding yes
-SetEnv "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin$env
+SetEnv "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin LUME_METAL_CONFIRM_SETTLE=0$env
 Subsystem sftp $sftp
 LogLevel $loglevel
 MaxStartups 100

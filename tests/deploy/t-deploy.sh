@@ -27,13 +27,14 @@ check_grep "... after validating stock and shimmed" '"validated":true' "$T/deplo
 check_grep "... where the shim showed Apple9" '"Apple9":true,"Apple10":false' "$T/deploy1"
 check "... current is the payload" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
 check "... the LaunchAgent is in place" test -f "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
+check_grep "... and the process launchd runs has the shim active (install.sh confirmed it)" '"process":\{"pid":[0-9]+,"shimActive":true,"shim":\{"pid":[0-9]+,"process":"llama-server","active":true' "$T/deploy1"
 check "... and the staged upload is gone" sh -c '! ls "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
 check_rc "status in text" 0 lm status tahoe-1
 check_grep "... shows the release, the service with its pid, the shim, the verdict and drift" \
-	"^tahoe-1 +ok +current ${A%"${A#????????????}"}, previous none; service running, pid [0-9]+; shim set by its LaunchAgent; image verdict pass; drift none\$" "$T/.out"
+	"^tahoe-1 +ok +current ${A%"${A#????????????}"}, previous none; service running, pid [0-9]+, shim active in it; shim set by its LaunchAgent; image verdict pass; drift none\$" "$T/.out"
 check_rc "status" 0 lm status tahoe-1 --json
 check_grep "... shows the release current" "\"current\":\"$A\"" "$T/.out"
-check_grep "... the service running" '"state":"running"' "$T/.out"
+check_grep "... the service running, the shim active in its process" '"state":"running","pid":[0-9]+,"shimActive":true' "$T/.out"
 check_grep "... and the ledger's verdict" '"verdict":"pass"' "$T/.out"
 f="$(root tahoe-1)/releases/$A/profile.json"
 chmod u+w "$f" && echo '#' >>"$f"

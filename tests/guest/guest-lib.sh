@@ -10,6 +10,9 @@ unset DYLD_INSERT_LIBRARIES LD_PRELOAD LD_LIBRARY_PATH
 for v in $(env | sed -n 's/^\(LUME_METAL_[A-Z0-9_]*\)=.*/\1/p'); do
 	unset "$v"
 done
+# install.sh does not watch the workload on once its shim is active (t-confirm tests that wait).
+LUME_METAL_CONFIRM_SETTLE=0
+export LUME_METAL_CONFIRM_SETTLE
 LABEL=com.trycua.lume-metal.llama-server
 UID_SIM=501
 DATADIR=$TOP

@@ -69,13 +69,13 @@ cat >"$T/good.plist" <<'EOF'
 	<key>Label</key>
 	<string>com.example.sim</string>
 	<key>ProgramArguments</key>
-	<array><string>/bin/true</string></array>
+	<array><string>/bin/sleep</string><string>600</string></array>
 </dict>
 </plist>
 EOF
 chmod 644 "$T/good.plist"
 is_eq "plutil -lint prints FILE: OK" "$(plutil -lint "$T/good.plist")" "$T/good.plist: OK"
-sed 's|<array><string>/bin/true</string></array>||' "$T/good.plist" >"$T/bad.plist"
+sed 's|<array><string>/bin/sleep</string><string>600</string></array>||' "$T/good.plist" >"$T/bad.plist"
 plutil -lint "$T/bad.plist" >"$T/o" 2>&1
 is_eq "plutil -lint exits 1 on a key without a value" $? 1
 check_grep "plutil -lint names the problem" "^$T/bad.plist: Value missing for key inside <dict>" "$T/o"
@@ -133,12 +133,50 @@ launchctl kickstart "gui/$uid/com.example.sim"
 is_eq "kickstart of a running job starts nothing" "$(ev start)/$(ev kill)" 1/0
 launchctl kickstart -k "gui/$uid/com.example.sim"
 is_eq "kickstart -k of a running job kills it and starts another" "$(ev start)/$(ev kill)" 2/1
+k_pid=$(svc pid com.example.sim)
+check "the job is a real process, its pid the one print shows" kill -0 "$k_pid"
 launchctl bootout "gui/$uid/com.example.sim"
 is_eq "bootout kills the running job" "$(ev kill)" 2
+check "... the process is gone" sh -c "! kill -0 $k_pid 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' /proc/$k_pid/stat"
 sed 's|</dict>|	<key>KeepAlive</key>\n	<true/>\n</dict>|' "$T/good.plist" >"$T/keep.plist"
 chmod 644 "$T/keep.plist"
 launchctl bootstrap "gui/$uid" "$T/keep.plist"
 is_eq "KeepAlive true: bootstrap starts the job too" "$(svc state com.example.sim)" running
+launchctl bootout "gui/$uid/com.example.sim"
+
+# launchctl: a KeepAlive job that exits is spawned again after its ThrottleInterval (the knob
+# LUME_METAL_SIM_THROTTLE shortens it), so a crash shows as a growing runs count and its last
+# exit code; a program that does not exist fails to spawn with launchd's 78 (EX_CONFIG).
+# shellcheck disable=SC2016 # $PWD is the job's, in its plist
+sed -e 's|<string>/bin/sleep</string><string>600</string>|<string>/bin/sh</string><string>-c</string><string>echo crashing in $PWD >\&amp;2; exit 3</string>|' \
+	-e 's|</dict>|	<key>KeepAlive</key>\n	<true/>\n	<key>WorkingDirectory</key>\n	<string>/tmp</string>\n	<key>StandardErrorPath</key>\n	<string>'"$T"'/crash.err</string>\n</dict>|' \
+	"$T/good.plist" >"$T/crash.plist"
+chmod 644 "$T/crash.plist"
+LUME_METAL_SIM_THROTTLE=0.1 launchctl bootstrap "gui/$uid" "$T/crash.plist"
+n=0
+while [ "$(svc runs com.example.sim)" -lt 3 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+check "a crashing KeepAlive job: its runs count grows" test "$(svc runs com.example.sim)" -ge 3
+is_eq "... its last exit code" "$(svc 'last exit code' com.example.sim)" 3
+check_grep "... its stderr in StandardErrorPath, run in its WorkingDirectory" '^crashing in /tmp$' "$T/crash.err"
+launchctl list >"$T/o"
+check_grep "... list shows its last status" '^([0-9]+|-)	3	com.example.sim$' "$T/o"
+launchctl bootout "gui/$uid/com.example.sim"
+# A job that ignores SIGTERM: bootout sends SIGKILL at its ExitTimeOut (1 s here) and waits.
+# shellcheck disable=SC2016 # perl's $SIG, in the plist
+sed -e 's|<string>/bin/sleep</string><string>600</string>|<string>/usr/bin/perl</string><string>-e</string><string>$SIG{TERM} = "IGNORE"; sleep 600</string>|' \
+	-e 's|<integer>3</integer>|<integer>1</integer>|' "$T/run.plist" >"$T/stubborn.plist"
+chmod 644 "$T/stubborn.plist"
+launchctl bootstrap "gui/$uid" "$T/stubborn.plist"
+k_pid=$(svc pid com.example.sim)
+check "a job that ignores SIGTERM runs" kill -0 "${k_pid:-0}"
+check "... bootout exits 0" launchctl bootout "gui/$uid/com.example.sim"
+check "... the process is gone (SIGKILL at ExitTimeOut)" sh -c "! kill -0 ${k_pid:-0} 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' /proc/${k_pid:-0}/stat"
+check_rc "... and the job is unloaded" 113 launchctl print "gui/$uid/com.example.sim"
+sed 's|<string>/bin/sleep</string>|<string>/no/such/program</string>|' "$T/run.plist" >"$T/missing.plist"
+chmod 644 "$T/missing.plist"
+launchctl bootstrap "gui/$uid" "$T/missing.plist"
+is_eq "a missing program: not running" "$(svc state com.example.sim)" "not running"
+is_eq "... last exit code 78: EX_CONFIG" "$(svc 'last exit code' com.example.sim)" "78: EX_CONFIG"
 launchctl bootout "gui/$uid/com.example.sim"
 
 # launchctl: the disabled set

@@ -55,6 +55,9 @@ jis "after the repair: no drift" "$T/s4.json" .driftDetected false
 jis "after the repair: the release is intact" "$T/s4.json" '.releases[0].intact' true
 jis "after the repair: service loaded" "$T/s4.json" .service.loaded true
 jis "after the repair: LaunchAgent matches" "$T/s4.json" .launchAgent.matches true
+jis "the service's pid: the one launchd runs" "$T/s4.json" .service.pid "$(svc pid)"
+jis "... the shim is active in it" "$T/s4.json" .service.shimActive true
+jis "... as the shim's state says" "$T/s4.json" .service.shim.process llama-server
 
 # image.json, stamped by a golden-image build, is reported and survives rollback none.
 printf '{\n  "image": "ghcr.io/trycua/macos-tahoe-cua:latest",\n  "digest": "sha256:ed1783e8"\n}\n' >"$ROOT/image.json"

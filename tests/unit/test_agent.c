@@ -1,5 +1,5 @@
 /* The LaunchAgent plist: the launchd keys every workload gets (ProcessType, ThrottleInterval,
- * ExitTimeOut), their defaults, and the schema's refusal of bad values. */
+ * ExitTimeOut), the shim's state folder, their defaults, and the schema's refusal of bad values. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +61,10 @@ main(void)
 	    "ProcessType defaults to Interactive (unset, launchd throttles CPU and I/O)");
 	UNIT_OK(has(&b, "ThrottleInterval", "<integer>10</integer>"), "ThrottleInterval is written (10 s)");
 	UNIT_OK(has(&b, "ExitTimeOut", "<integer>20</integer>"), "ExitTimeOut is written (20 s)");
+
+	UNIT_OK(b.data != NULL && strstr(b.data, "\t\t<key>LUME_METAL_STATE_DIR</key>\n"
+	    "\t\t<string>__LUME_METAL_HOME__/Library/Logs/lume-metal/com.example.w.shim</string>\n"),
+	    "the shim's state folder is the label's under the logs folder (LUME_METAL_STATE_DIR)");
 
 	UNIT_OK(render(&b, p, WL(",\"processType\":\"Background\",\"throttleInterval\":30,\"exitTimeOut\":5"), err) == LM_OK,
 	    "a workload with its own launchd keys renders");

@@ -1,0 +1,193 @@
+#!/bin/sh
+# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# Step 8's confirmation: after the bootstrap, install waits until the process launchd runs (the
+# SIMULATED launchd runs it for real: tests/guest-sim/bin/launchctl) has the shim active, by the
+# state the shim leaves for its pid, with no exit since. A job that stays stock (a hardened
+# program: dyld drops the shim; a process name the shim is not scoped to), aborts (arm64e: dyld
+# cannot insert the arm64 shim), crash-loops or cannot be spawned is reverted: the old release and
+# its service are back, running with the shim, and the reason says which. The programs are the
+# fake Mach-O files of t-inject.sh; the simulated launchctl runs the workload stand-in for them.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/guest/guest-lib.sh"
+
+# A crash loop shows in a fraction of a second; the wait for the shim's state is 10 s (a loaded
+# machine), 2 s where it must run out (a hardened program: no state ever comes).
+LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=10
+export LUME_METAL_SIM_THROTTLE LUME_METAL_CONFIRM_TIMEOUT
+
+b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
+le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
+be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
+ARM64=16777228
+# macho OUT SUBTYPE FILETYPE [CDFLAGS]: an arm64 Mach-O header (SUBTYPE 2147483650: arm64e), with
+# CDFLAGS an embedded signature whose CodeDirectory has those flags (t-inject.sh's, shortened).
+macho() {
+	{
+		le32 4277009103 && le32 $ARM64 && le32 "$2" && le32 "$3"
+		if [ $# -ge 4 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
+		le32 0 && le32 0
+		if [ $# -ge 4 ]; then
+			le32 29 && le32 16 && le32 48 && le32 124
+			be32 4208856256 && be32 124 && be32 1 && be32 0 && be32 20
+			be32 4208856066 && be32 96 && be32 132096 && be32 "$4" && be32 96 && be32 88
+			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
+			i=0
+			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
+			printf 'target\000\000'
+		fi
+	} >"$1"
+	chmod +x "$1"
+}
+P=$T/progs
+mkdir -p "$P"
+macho "$P/arm64" 0 2 131074
+macho "$P/arm64e" 2147483650 2 131074
+macho "$P/hardened" 0 2 65538
+macho "$T/shim.dylib" 0 6 131074
+printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
+chmod +x "$P/crash"
+
+# wl NAME PROGRAM PROCESS [LIB]: a workload NAME (the default's label, so it replaces that
+# service) running PROGRAM, the shim scoped to PROCESS; builds its payload $T/NAME.tar.gz, sets
+# SHA. With LIB its LaunchAgent also sets DYLD_INSERT_LIBRARIES=LIB (a workload may not: the
+# payload is edited and its sums rewritten), for the simulated dyld of a Mach-O program: the
+# linux-sim release itself preloads with LD_PRELOAD.
+wl_json() {
+	mkdir -p "$T/wl"
+	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s}\n' \
+		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" >"$T/wl/$1.json"
+}
+wl() {
+	wl_json "$1" "$2" "$3"
+	payload "$T/$1.tar.gz" --workload "$T/wl/$1.json" || return 1
+	[ $# -ge 4 ] || return 0
+	rm -rf "$T/edit"
+	unpack "$T/$1.tar.gz" "$T/edit"
+	w_old=$(sha256sum <"$T/edit/LaunchAgent.plist" | cut -c1-64)
+	sed -i "/<key>EnvironmentVariables<\/key>/{n;a\\
+\t\t<key>DYLD_INSERT_LIBRARIES</key>\\
+\t\t<string>$4</string>
+}" "$T/edit/LaunchAgent.plist"
+	w_new=$(sha256sum <"$T/edit/LaunchAgent.plist" | cut -c1-64)
+	sed -i "s/$w_old/$w_new/" "$T/edit/MANIFEST.json"
+	resum "$T/edit"
+	repack "$T/edit" "$T/$1.tar.gz"
+}
+# alive NAME PID: PID runs (not a zombie).
+alive() {
+	a_s=""
+	IFS= read -r a_s <"/proc/$2/stat" 2>/dev/null
+	case ${a_s##*) } in '' | Z*) not_ok "$1 (pid '$2')" ;; *) ok "$1" ;; esac
+}
+SD=com.trycua.lume-metal.llama-server.shim
+DYLD=$T/shim.dylib
+
+# A normal install: the process launchd runs has the shim, and the install says so.
+guest ok
+payload "$T/a.tar.gz" || not_ok "build payload a"
+A=$SHA
+install "$T/a.json" "$T/a.tar.gz" "$A"
+rc_is "install exits 0" 0
+pid=$(svc pid)
+jis "the install names the pid launchd runs" "$T/a.json" .process.pid "$pid"
+jis "... with the shim active in it" "$T/a.json" .process.shimActive true
+jis "... the shim's own state: the process" "$T/a.json" .process.shim.process llama-server
+jis "... and its ceiling" "$T/a.json" .process.shim.appleFamilyMax 1009
+alive "... that process runs" "$pid"
+check_has "install.json keeps it" "\"process\":{\"pid\":$pid,\"shimActive\":true" "$ROOT/install.json"
+check_has "the shim's state is the pid's file under the logs folder" '"active":true' "$HOME/Library/Logs/lume-metal/$SD/$pid"
+
+# reverted NAME PAYLOAD-NAME REASON-ERE: installing it fails with REASON, and all is as before:
+# release a current, its service running (a live pid) with the shim active.
+reverted() {
+	snapshot --no-pid >"$T/before"
+	install "$T/o.json" "$T/$2.tar.gz" "$SHA"
+	rc_is "$1: install exits 1" 1
+	jis "$1: failed" "$T/o.json" .result failed
+	jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+	check_grep "$1: the reason" "$3" "$T/reason"
+	same "$1: links, releases, LaunchAgent and service as before" "$T/before" --no-pid
+	r_pid=$(svc pid)
+	alive "$1: the old service runs again" "$r_pid"
+	check_has "$1: ... with the shim active" '"active":true' "$HOME/Library/Logs/lume-metal/$SD/$r_pid"
+	runs "$1: ... release a" "$A"
+}
+runs() {
+	launchctl print "gui/$UID_SIM/$LABEL" >"$T/p" 2>&1
+	check_grep "$1" "LD_PRELOAD => $ROOT/releases/$2/lib" "$T/p"
+}
+
+wl crash "$P/crash" crash
+reverted "a crash loop" crash "^the workload launchd runs does not have the shim: $P/crash exited \\(last exit code 3, [0-9]+ runs\\): it crashes; its stderr log ends: .*llama-server: cannot load the model"
+wl arm64e "$P/arm64e" arm64e "$DYLD"
+reverted "an arm64e program (dyld aborts it)" arm64e "^the workload launchd runs does not have the shim: $P/arm64e exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$T/shim.dylib' could not be loaded: .*have 'arm64', need 'arm64e'"
+wl hardened "$P/hardened" hardened "$DYLD"
+LUME_METAL_CONFIRM_TIMEOUT=2
+reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s"
+LUME_METAL_CONFIRM_TIMEOUT=10
+wl named /opt/homebrew/bin/llama-server ollama
+reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$"
+wl missing "$T/no-such-server" missing
+reverted "a program that does not exist (launchd: EX_CONFIG)" missing "exited \\(last exit code 78: EX_CONFIG, [0-9]+ runs\\)"
+
+# Before anything live changes, install checks the LaunchAgent's program with run-with-shim
+# --check: on macOS (a macos payload, its arm64 shim; uname says Darwin here) an arm64e or a
+# hardened program is refused with the reason, and the old service keeps running (same pid).
+if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-metal-probe" ]; then
+	mkdir -p "$T/darwin"
+	printf '#!/bin/sh\necho Darwin\n' >"$T/darwin/uname"
+	chmod +x "$T/darwin/uname"
+	for c in "arm64e|is arm64e; the shim is arm64 only: dyld would abort it" \
+		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: dyld would drop the shim and it would run stock"; do
+		n=${c%%|*}
+		wl_json "mac-$n" "$P/$n" "$n"
+		payload "$T/mac-$n.tar.gz" --target macos --workload "$T/wl/mac-$n.json"
+		snapshot >"$T/before"
+		PATH="$T/darwin:$PATH" install "$T/o.json" "$T/mac-$n.tar.gz" "$SHA" --no-validate
+		rc_is "--check, $n program: install exits 1" 1
+		jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+		is_eq "... refused before bootstrap, with the reason" "$(cat "$T/reason")" \
+			"the LaunchAgent's program cannot take the shim: $P/$n ${c#*|}"
+		same "... the old service untouched (same pid and runs)" "$T/before"
+	done
+else
+	ok "# skip --check before bootstrap: no build/macos shim and probe (make shim with zig)"
+fi
+
+# A server that cannot load its model exits soon after its Metal device is up, the shim active:
+# install watches it LUME_METAL_CONFIRM_SETTLE seconds more (2 here) and sees the exit.
+wl_json settle /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1"}'
+payload "$T/settle.tar.gz" --workload "$T/wl/settle.json"
+snapshot --no-pid >"$T/before"
+LUME_METAL_CONFIRM_SETTLE=2 install "$T/o.json" "$T/settle.tar.gz" "$SHA"
+rc_is "an exit after the shim is active: install exits 1" 1
+jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+check_grep "... the reason: it exited, with its log" "^the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\): it crashes; its stderr log ends: .*SIMULATED: failed to load the model" "$T/reason"
+same "... links, releases, LaunchAgent and service as before" "$T/before" --no-pid
+alive "... the old service runs again" "$(svc pid)"
+
+# An arm64 program with the shim inserted: dyld loads it, the shim is active in the process.
+wl arm64 "$P/arm64" arm64 "$DYLD"
+install "$T/o.json" "$T/arm64.tar.gz" "$SHA"
+rc_is "an arm64 program: install exits 0" 0
+jis "an arm64 program: the shim is active in it" "$T/o.json" .process.shimActive true
+jis "... in the process named as the program" "$T/o.json" .process.shim.process arm64
+status "$T/s.json"
+jis "status: the service's pid" "$T/s.json" .service.pid "$(svc pid)"
+jis "status: the shim is active in it" "$T/s.json" .service.shimActive true
+
+# Installed without validation (no confirmation), a process that stays stock shows in status.
+wl named /opt/homebrew/bin/llama-server ollama
+install "$T/o.json" "$T/named.tar.gz" "$SHA" --no-validate
+rc_is "--no-validate: installed without the confirmation" 0
+jis "... which it did not make" "$T/o.json" .process null
+status "$T/s.json"
+jis "status: the shim stays stock in the running process" "$T/s.json" .service.shimActive false
+jis "... with the shim's reason" "$T/s.json" .service.shim.reason "process llama-server is not in LUME_METAL_PROCESSES"
+
+# rollback clears the earlier processes' state, as install does (a pid can come again).
+rollback "$T/r.json" previous
+rc_is "rollback exits 0" 0
+is_eq "after rollback: the state folder holds the running pid's file alone" \
+	"$(cd "$HOME/Library/Logs/lume-metal/$SD" && echo .[!.]* *)" ".[!.]* $(svc pid)"
+t_done
