@@ -83,6 +83,13 @@ check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim
 check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
 check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
 check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
+check "... and the validate record, a pass, filed under the pushed digest too" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = [r for r in d["records"] if r["kind"] == "validate"]
+assert d["key"]["imageDigest"] == sys.argv[2] and len(v) == 1 and v[0]["verdict"] == "pass", v
+assert v[0]["digest"] == sys.argv[2] and v[0]["validation"]["meanKld"] < 0.01 and v[0]["hashes"]["modelSha256"], v' \
+	"${doc:-/dev/null}" "$D"
 check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
 img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
 check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
@@ -98,8 +105,11 @@ check "without --keep the build VM is deleted" test ! -e "$HOME/.lume/b1" -a ! -
 "$L" pull shim:1 copy --registry "$R" --organization org >/dev/null 2>&1
 LUME_SIM_IP=127.0.0.151 "$L" run copy --no-display >/dev/null 2>&1
 check "a VM pulled from shim:1 has the published digest" test "$(cat "$HOME/.lume/copy/.manifest-digest")" = "$D"
-lm deploy copy --payload "$T/a.tar.gz" --json >"$T/d7" 2>&1
+lm deploy copy --payload "$T/a.tar.gz" --force --json >"$T/d7" 2>&1
 check_grep "... its deploy is keyed by that digest" "\"key\":\\{\"imageDigest\":\"$D\",\"image\":null" "$T/d7"
+# --force: past the unchanged shortcut (the build left this payload current) to the gate.
+check_grep "... and passes the validate gate with the build's record" '"state":"(deployed|unchanged)"' "$T/d7"
+if grep -q '"meanKld"' "$T/d7"; then not_ok "... without validating again"; else ok "... without validating again"; fi
 lm status copy --json >"$T/s7" 2>&1
 check "... and status finds the golden verdict (not unrecorded)" test "$(grep -o '"verdict":"[a-z]*"' "$T/s7" | tail -n 1)" = '"verdict":"pass"'
 "$L" stop copy >/dev/null 2>&1
@@ -112,6 +122,7 @@ check "... and pushes nothing: the registry has no such tag (404)" test "$(code_
 check "... --keep keeps the build VM" test -f "$HOME/.lume/b2/disk.img"
 check "... stopped" grep -q '"status" : "stopped"' "$LUME_SIM_DIR/b2.json"
 check_has "... and says where" "build VM kept: b2" "$T/g2"
+check "... the kept delete step in one progress line, not two" test "$(grep -c '^golden \[.*\] delete ' "$T/g2")" -eq 1
 check_rc "the failure is in the ledger under the base image's key" 0 "$LM" ledger --state "$T/state" show
 check_grep "... as the deploy's fail verdict" 'deploy +fail +b2' "$T/.out"
 "$L" delete b2 --force >/dev/null 2>&1
@@ -129,6 +140,7 @@ check_has "... with Lume's error" "Could not connect to the server" "$T/g3"
 check "... the build VM is deleted" test ! -e "$HOME/.lume/b3"
 check_grep "... without --model (plain requires no validation) the workload step is skipped" \
 	'^golden \[ *[0-9.]+ s\] workload +skipped: no --model$' "$T/g3"
+check "... in one progress line, not two" test "$(grep -c '^golden \[.*\] workload ' "$T/g3")" -eq 1
 
 LUME_SIM_IP=127.0.0.151 GITHUB_TOKEN=wrong golden src shim:3 --registry "$R" --organization org --build-vm b4 \
 	--model "$M" >"$T/g4" 2>&1
