@@ -94,10 +94,10 @@ A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
 # llama-server requires validation: each state's first deploy validates its image version.
 check_rc "a real ledger: deploy a1 into state s1" 0 lm deploy a1 --payload "$T/a.tar.gz" --accept-new --state "$T/s1" \
-	--validate-workload --model "$VMODEL"
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_rc "... and again (unchanged)" 0 lm deploy a1 --payload "$T/a.tar.gz" --state "$T/s1"
 check_rc "another: deploy b1 into state s2" 0 lm deploy b1 --payload "$T/a.tar.gz" --accept-new --state "$T/s2" \
-	--validate-workload --model "$VMODEL"
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_rc "... and roll it back" 0 lm rollback b1 --to none --no-probe --state "$T/s2"
 check "... each ledger has documents" sh -c 'ls "$1"/ledger/*.json && ls "$2"/ledger/*.json' - "$T/s1" "$T/s2"
 # n STATE: the records in STATE's ledger.

@@ -45,7 +45,7 @@ lm deploy --all --payload "$T/a.tar.gz" --accept-new >"$T/refused.txt" 2>&1
 check_grep "deploy before the image version is validated: refused" ' refused +this workload requires validation' "$T/refused.txt"
 check "refused: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/refused.txt"
 check_has "... the VM's name escaped in the command to run" 'validate it first: lume-metal validate evil\x1b]0;pwned\x07' "$T/refused.txt"
-lm deploy --all --payload "$T/a.tar.gz" --validate-workload --model "$VMODEL" >"$T/deploy.txt" 2>&1
+lm deploy --all --payload "$T/a.tar.gz" --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" >"$T/deploy.txt" 2>&1
 if grep -q ' deployed ' "$T/deploy.txt"; then ok "deploy to the hostile guest"; else
 	not_ok "deploy to the hostile guest"; sed 's/^/#   /' "$T/deploy.txt"; fi
 check "deploy: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/deploy.txt"

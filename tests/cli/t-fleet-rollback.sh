@@ -43,7 +43,7 @@ fr_err() { fr "$@" 2>"$T/fr.err"; }
 pty() { printf '%s\n' "$2" | script -qec "$1" "$T/pty.out" >/dev/null 2>&1; }
 # (llama-server requires validation: the first deploy validates the guests' image version.)
 deploy() {
-	lm deploy --hosts "$T/hosts" --payload "$1" --accept-new --validate-workload --model "$VMODEL" --json >"$T/deploy.out" 2>&1
+	lm deploy --hosts "$T/hosts" --payload "$1" --accept-new --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json >"$T/deploy.out" 2>&1
 }
 
 if deploy "$T/a.tar.gz" && deploy "$T/b.tar.gz"; then ok "setup: deploy A, then B, on the two guests"; else

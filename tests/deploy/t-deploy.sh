@@ -129,7 +129,8 @@ pp() { env LUME_METAL="$LM" WAIT=5 MODEL="${pp_model:-}" sh "$TOP/scripts/lume-p
 check_rc "lume-preprovision on an image version not yet validated exits 3" 3 pp --image ghcr.io/x/new:1 --force
 check_has "... saying MODEL validates it first" 'set MODEL to validate it first' "$T/.out"
 pp_model=$VMODEL
-check_rc "... with MODEL it validates the version, then deploys: exit 0" 0 pp --image ghcr.io/x/new:1 --force
+check_rc "... with MODEL it validates the version, then deploys: exit 0" 0 pp --image ghcr.io/x/new:1 --force \
+	--timeout "$VTIMEOUT"
 pp_model=""
 check_grep "... ready" 'tahoe-1 is ready with the shim active' "$T/.out"
 check_rc "... after the validation, in the ledger" 0 "$LM" ledger --state "$T/state" show --image ghcr.io/x/new:1
