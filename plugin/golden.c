@@ -122,8 +122,9 @@ typedef struct {
 	const char *registry, *org;
 } build;
 
+/* Adds the step's entry; announce: its "start" progress line too. */
 static void
-step_start(build *g, int step)
+step_begin(build *g, int step, int announce)
 {
 	g->step = step;
 	g->ts = lm_now_ms();
@@ -131,8 +132,14 @@ step_start(build *g, int step)
 	cJSON_AddStringToObject(g->cur, "step", step_names[step]);
 	cJSON_AddStringToObject(g->cur, "command", g->cmd[step] ? g->cmd[step] : "");
 	cJSON_AddItemToArray(g->steps, g->cur);
-	if (g->o->progress)
+	if (announce && g->o->progress)
 		g->o->progress(g->o->ctx, step, "start", g->cmd[step], lm_now_ms() - g->t0);
+}
+
+static void
+step_start(build *g, int step)
+{
+	step_begin(g, step, 1);
 }
 
 static void
@@ -144,6 +151,14 @@ step_end(build *g, const char *state, const char *msg)
 		cJSON_AddStringToObject(g->cur, "message", msg);
 	if (g->o->progress)
 		g->o->progress(g->o->ctx, g->step, state, msg, lm_now_ms() - g->t0);
+}
+
+/* A step that does not run: its entry, and one progress line ("skipped: why"), not two. */
+static void
+step_skip(build *g, int step, const char *why)
+{
+	step_begin(g, step, 0);
+	step_end(g, "skipped", why);
 }
 
 /* Ends the build as state with message; returns rc. */
@@ -260,8 +275,10 @@ plan(build *g)
 		g->cmd[GOLDEN_DIGEST] = b.data;
 	else
 		lm_buf_free(&b);
-	g->cmd[GOLDEN_RECORD] = text("ledger %s/ledger: one record of kind golden, verdict pass, under imageDigest "
-	    "<the pushed digest>, image %s as its label", o->deploy.state, g->reference);
+	g->cmd[GOLDEN_RECORD] = text(o->model ? "ledger %s/ledger: the workload's validate record and one record of "
+	    "kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as their label" : "ledger %s/ledger: "
+	    "one record of kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as its label",
+	    o->deploy.state, g->reference);
 	{
 		const char *a[] = {lume, "delete", o->build, "--force", NULL};
 
@@ -287,11 +304,13 @@ cleanup(build *g, int running)
 		else
 			step_end(g, "done", NULL);
 	}
-	step_start(g, GOLDEN_DELETE);
 	if (o->keep) {
 		cJSON_ReplaceItemInObjectCaseSensitive(g->r, "kept", cJSON_CreateTrue());
-		step_end(g, "skipped", "--keep: the build VM is kept");
-	} else if (lume_delete(o->deploy.lume, o->build, lm_now_ms() + GOLDEN_SHORT_S * 1000, err) != LM_OK)
+		step_skip(g, GOLDEN_DELETE, "--keep: the build VM is kept");
+		return;
+	}
+	step_start(g, GOLDEN_DELETE);
+	if (lume_delete(o->deploy.lume, o->build, lm_now_ms() + GOLDEN_SHORT_S * 1000, err) != LM_OK)
 		step_end(g, "failed", err);
 	else
 		step_end(g, "done", NULL);
@@ -378,6 +397,39 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 		cJSON_AddItemToObject(rec, "validation", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(g->r, "validate"), "validation"), 1));
 	return rec;
+}
+
+/* The workload validation's record, which validate_one wrote under the build VM's key (the
+ * base image's), filed again under key (the pushed image's), labelled with the reference and
+ * the digest as the golden record is: a VM pulled from the tag then passes the validate gate of
+ * a workload with "requireValidation" without running llama-perplexity again. Nothing to do
+ * without --model. */
+static int
+record_validation(build *g, const cJSON *key, const char *digest, char *err)
+{
+	const cJSON *val = cJSON_GetObjectItemCaseSensitive(g->r, "validate"), *v;
+	cJSON *last = NULL;
+	int rc;
+
+	if (val == NULL)
+		return LM_OK;
+	if ((rc = ledger_load_last(&last, NULL, g->o->deploy.state, cJSON_GetObjectItemCaseSensitive(val, "key"),
+	    "validate", err)) != LM_OK)
+		return rc;
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	if (!cJSON_IsString(v) || strcmp(v->valuestring, "pass") != 0)
+		rc = lm_err(err, LM_EFAIL, "the build VM's passing validate record is not in the ledger");
+	else {
+		cJSON_DeleteItemFromObjectCaseSensitive(last, "noDigest");
+		cJSON_DeleteItemFromObjectCaseSensitive(last, "image");
+		cJSON_DeleteItemFromObjectCaseSensitive(last, "digest");
+		ledger_add_str(last, "image", g->reference);
+		cJSON_AddStringToObject(last, "digest", digest);
+		cJSON_AddStringToObject(last, "golden", "validated on the build VM before the push");
+		rc = ledger_append(g->o->deploy.state, key, last, err);
+	}
+	cJSON_Delete(last);
+	return rc;
 }
 
 static void
@@ -572,14 +624,14 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	}
 	step_end(&g, "done", st);
 
-	step_start(&g, GOLDEN_WORKLOAD);
 	if (o->deploy.validate == NULL)
-		step_end(&g, "skipped", "no --model");
+		step_skip(&g, GOLDEN_WORKLOAD, "no --model");
 	else {
 		deploy_opts d;
 		char pref[640];
 		cJSON *val = NULL;
 
+		step_start(&g, GOLDEN_WORKLOAD);
 		rc = run_on_build(&g, validate_one, &d, pref, sizeof pref, &val, msg);
 		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
 		    strcmp(st, "validated") != 0) {
@@ -661,7 +713,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	if ((key = golden_key(cJSON_GetObjectItemCaseSensitive(dep, "key"), digest)) == NULL ||
 	    (rec = record_new(&g, dep, digest, base[0] ? base : NULL)) == NULL) {
 		rc = lm_err(msg, LM_EFAIL, "out of memory");
-	} else {
+	} else if ((rc = record_validation(&g, key, digest, msg)) == LM_OK) {
 		cJSON_AddStringToObject(rec, "time", when);
 		rc = ledger_append(o->deploy.state, key, rec, msg);
 	}

@@ -2,7 +2,9 @@
  * the build runs on a `lume clone` of it, which is started, deployed with full validation,
  * stamped (GUEST_ROOT/image.json), stopped, pushed, and deleted (unless keep). The pushed
  * manifest's digest is read back from the registry and the verdict is recorded once in the
- * ledger under it (kind "golden"), so every VM later pulled from the tag is known by it.
+ * ledger under it (kind "golden"), so every VM later pulled from the tag is known by it; with
+ * deploy.validate, the workload step's validate record is filed under it too (first), so those
+ * VMs pass the validate gate of a workload with "requireValidation".
  * Never prints: progress goes through a callback. */
 #ifndef LM_GOLDEN_H
 #define LM_GOLDEN_H

@@ -277,7 +277,7 @@ static const struct {
 	    "  lume-metal verify payload.tgz --sha256-file payload.tgz.sha256 --format json\n"},
 	{"probe", "  lume-metal probe tahoe-1\n"
 	    "  lume-metal probe --host lume@192.168.64.5 --payload lume-metal-macos.tar.gz --json\n"},
-	{"deploy", "  lume-metal deploy tahoe-1 --accept-new\n"
+	{"deploy", "  lume-metal deploy tahoe-1 --accept-new --validate-workload --model ~/m.gguf\n"
 	    "  lume-metal deploy --all --dry-run\n"
 	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
 	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
@@ -296,7 +296,7 @@ static const struct {
 	{"bench", "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n"},
 	{"validate", "  lume-metal validate tahoe-1 --model ~/models/tinyllama.gguf\n"
 	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"},
-	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --dry-run\n"
+	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --model ~/m.gguf --dry-run\n"
 	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n"},
 	{"config", "  lume-metal config\n"
 	    "  lume-metal config --host tahoe-1 --format json\n"},

@@ -92,9 +92,12 @@ sh "$TOP/tests/lume-sim/vm.sh" "$LUME_MAC" tahoe-b running 127.0.0.203 true
 "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
-check_rc "a real ledger: deploy a1 into state s1" 0 lm deploy a1 --payload "$T/a.tar.gz" --accept-new --state "$T/s1"
+# llama-server requires validation: each state's first deploy validates its image version.
+check_rc "a real ledger: deploy a1 into state s1" 0 lm deploy a1 --payload "$T/a.tar.gz" --accept-new --state "$T/s1" \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_rc "... and again (unchanged)" 0 lm deploy a1 --payload "$T/a.tar.gz" --state "$T/s1"
-check_rc "another: deploy b1 into state s2" 0 lm deploy b1 --payload "$T/a.tar.gz" --accept-new --state "$T/s2"
+check_rc "another: deploy b1 into state s2" 0 lm deploy b1 --payload "$T/a.tar.gz" --accept-new --state "$T/s2" \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_rc "... and roll it back" 0 lm rollback b1 --to none --no-probe --state "$T/s2"
 check "... each ledger has documents" sh -c 'ls "$1"/ledger/*.json && ls "$2"/ledger/*.json' - "$T/s1" "$T/s2"
 # n STATE: the records in STATE's ledger.
@@ -201,7 +204,7 @@ printf '[127.0.0.201]:%s %s\n' "$PORT" "$(cut -d' ' -f1,2 "$MAC/host_ed25519.pub
 printf '%s@127.0.0.201:%s\n' "$ME" "$PORT" >"$T/mac-hosts.txt"
 cat >"$T/vars.json" <<JSON
 {"payload": "$T/b.tar.gz", "lume_metal_bin": "$LM", "fetch_dir": "$T/fetched",
- "lume_metal_controller_state": "$T/ctl",
+ "lume_metal_controller_state": "$T/ctl", "lume_metal_model": "$VMODEL",
  "lume_metal_deploy_args": ["--port", "$PORT", "-u", "$ME", "-i", "$T/id_ed25519",
    "--known-hosts", "$T/mac_known_hosts", "--accept-new", "--timeout", "60"],
  "lume_metal_environment": {"LSAN_OPTIONS": "$LSAN_OPTIONS"}}
@@ -221,13 +224,16 @@ check "... fetched flat into FETCH_DIR/HOST/" sh -c 'cd "$1" && ls "$2"/*.json |
 check_rc "the controller's ledger" 0 "$LM" ledger show --json --state "$T/ctl"
 cp "$T/.out" "$T/ctl.json"
 check "... holds both VMs' deploys of payload B, passed" py "$T/ctl.json" "$B" '
-recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"]]
+recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"] if r["kind"] == "deploy"]
 got = sorted((r.get("vm"), r.get("payloadSha256"), r.get("verdict")) for r in recs)
 assert got == [("tahoe-a", sys.argv[2], "pass"), ("tahoe-b", sys.argv[2], "pass")], got'
+check "... and one passing validate record of their image version (lume_metal_model)" py "$T/ctl.json" '
+recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"] if r["kind"] == "validate"]
+assert len(recs) == 1 and recs[0]["verdict"] == "pass", recs'
 
 check "... the role merged the host's records as they arrived" sh -c \
 	'grep -A1 "^TASK \[lume_metal : Merge them into" "$1" | grep -q "^changed: \[127\.0\.0\.201 -> localhost\]"' - "$T/play.out"
-check_grep "... and the merge play found them there" '\\"merged\\": *0, *\\"documents\\": *0, *\\"present\\": *2' "$T/play.out"
+check_grep "... and the merge play found them there" '\\"merged\\": *0, *\\"documents\\": *0, *\\"present\\": *3' "$T/play.out"
 
 # Payload A again, with a third VM the host lists down: both guests switch back (new records),
 # deploy exits 1, the host fails and Ansible stops the run before the merge play; the host's

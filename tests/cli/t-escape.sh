@@ -41,7 +41,12 @@ sed "s/\"name\" : \"g1\"/\"name\" : \"$(printf '%s' "$NAME" | sed 's/\\/\\\\/g')
 	mv "$T/vm.json" "$LUME_SIM_DIR/g1.json" || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
 
-lm deploy --all --payload "$T/a.tar.gz" --accept-new >"$T/deploy.txt" 2>&1
+# llama-server requires validation: refused first, the command it names escaped too.
+lm deploy --all --payload "$T/a.tar.gz" --accept-new >"$T/refused.txt" 2>&1
+check_grep "deploy before the image version is validated: refused" ' refused +this workload requires validation' "$T/refused.txt"
+check "refused: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/refused.txt"
+check_has "... the VM's name escaped in the command to run" 'validate it first: lume-metal validate evil\x1b]0;pwned\x07' "$T/refused.txt"
+lm deploy --all --payload "$T/a.tar.gz" --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" >"$T/deploy.txt" 2>&1
 if grep -q ' deployed ' "$T/deploy.txt"; then ok "deploy to the hostile guest"; else
 	not_ok "deploy to the hostile guest"; sed 's/^/#   /' "$T/deploy.txt"; fi
 check "deploy: no raw ESC, BEL, CR, DEL, C1 or non-UTF-8 byte" clean "$T/deploy.txt"

@@ -41,7 +41,10 @@ fr_err() { fr "$@" 2>"$T/fr.err"; }
 # pty CMD INPUT: CMD (one sh -c string) on a pseudo-terminal, INPUT typed into it; the
 # terminal's transcript in $T/pty.out, CMD's exit code returned.
 pty() { printf '%s\n' "$2" | script -qec "$1" "$T/pty.out" >/dev/null 2>&1; }
-deploy() { lm deploy --hosts "$T/hosts" --payload "$1" --accept-new --json >"$T/deploy.out" 2>&1; }
+# (llama-server requires validation: the first deploy validates the guests' image version.)
+deploy() {
+	lm deploy --hosts "$T/hosts" --payload "$1" --accept-new --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json >"$T/deploy.out" 2>&1
+}
 
 if deploy "$T/a.tar.gz" && deploy "$T/b.tar.gz"; then ok "setup: deploy A, then B, on the two guests"; else
 	not_ok "setup: deploy A, then B, on the two guests"; sed 's/^/#   /' "$T/deploy.out"; fi

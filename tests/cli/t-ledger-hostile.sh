@@ -94,6 +94,8 @@ guest evil 127.0.0.61 --path "$T/evil" || exit 1
 guest good 127.0.0.62 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || not_ok "build"
 check "the hostile answer is ~200 KB, under the SSH layer's cap" test "$(wc -c <"$T/answer.json")" -gt 180000
+validated "the workload validates on that image version (llama-server requires it; on good)" good \
+	--payload "$T/a.tar.gz" --image ghcr.io/x/shared:1 --accept-new
 check_rc "deploy on the hostile guest: validation-failed, exit 1" 1 lm deploy evil --payload "$T/a.tar.gz" \
 	--accept-new --image ghcr.io/x/shared:1 --json
 check_grep "... validation-failed" '"state":"validation-failed"' "$T/.out"

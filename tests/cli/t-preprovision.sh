@@ -22,4 +22,8 @@ check_has "... saying why" "cannot begin with '-'" "$T/.out"
 check "... and runs no deploy" test ! -e "$T/args"
 check_rc "a plain deploy: exit 0, ready" 0 sh "$P" tahoe-1
 check_has "... says it is ready" "tahoe-1 is ready with the shim active" "$T/.out"
+check "... without --validate-workload" sh -c '! grep -q -- --validate-workload "$1"' - "$T/args"
+check_rc "MODEL=PATH: exit 0" 0 env MODEL="/Users/lume/models/m 1.gguf" sh "$P" tahoe-1 --dry-run
+check "... deploys with --validate-workload --model PATH (one argument)" sh -c \
+	'printf "deploy\ntahoe-1\n--wait\n300\n--validate-workload\n--model\n/Users/lume/models/m 1.gguf\n--dry-run\n" | cmp - "$1"' - "$T/args"
 t_done

@@ -38,3 +38,21 @@ field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" "$2" | head -n 1; }
 # A second profile: the same shim with a lower ceiling, so two payloads differ.
 sed -e 's/"id": "m1-ultra-tahoe-26.5"/"id": "apple8"/' -e 's/"appleFamilyMax": 1009/"appleFamilyMax": 1008/' \
 	"$TOP/manifests/profiles/m1-ultra-tahoe-26.5.json" >"$T/apple8.json"
+
+# validated NAME [lume-metal validate flags...]: a real `lume-metal validate`, which must pass,
+# of the image version of the VM the flags name (a Lume name, or --host), with the
+# SIMULATED llama-perplexity on the guests' PATH and $VMODEL (one file every guest on this
+# machine reads): llama-server requires validation ("requireValidation"), so without a passing
+# validate record its deploys are refused. The guests of one version (the same simulated facts
+# and image label) share a key, so one call per test file and version covers them all. One TAP
+# line, NAME.
+# deploy --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" validates the same way,
+# where validate cannot reach (--hosts). VTIMEOUT bounds a VM's run: validation raises the
+# default --timeout to 3600 s, and a run that hangs must not cost the suite an hour.
+VMODEL=$T/model.gguf VTIMEOUT=100
+head -c 4096 /dev/urandom >"$VMODEL"
+validated() {
+	n=$1
+	shift
+	check_rc "$n" 0 lm validate --target linux-sim --model "$VMODEL" --timeout "$VTIMEOUT" "$@"
+}

@@ -15,6 +15,7 @@ B() { lm bench tahoe-b --model "$G/model.gguf" -r 5 "$@"; }
 
 check_rc "bench before any deploy fails" 1 B --accept-new
 check_grep "... saying to deploy first" 'no lume-metal release is current in the guest; deploy first' "$T/.out"
+validated "validate the guests' image version (llama-server requires it)" tahoe-b
 check_rc "deploy" 0 lm deploy tahoe-b --target linux-sim
 
 check_rc "bench" 0 B --evidence "$T/ev" --json

@@ -20,6 +20,11 @@ check "... installs nothing" test ! -e "$(root tahoe-1)"
 check_rc "probe in text" 0 lm probe tahoe-1 --payload "$T/a.tar.gz"
 check_grep "... shows stock and shimmed side by side" '^tahoe-1 +probed +stock: Apple5, 32 KiB threadgroup memory, shim not active \| shimmed: Apple9, 64 KiB threadgroup memory, shim active \| pass$' "$T/.out"
 check "... and leaves no scratch directory" test "$(find /tmp -maxdepth 1 -name "lume-metal-probe.*" | wc -l)" -eq "$before"
+# llama-server requires validation: no deploy before a passing validate record of the version.
+check_rc "deploy before the image version is validated: refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/a.tar.gz"
+check_has "... with the command that validates it" 'no validate record; validate it first: lume-metal validate tahoe-1 --workload llama-server --target linux-sim --model PATH' "$T/.out"
+check "... and nothing installed" test ! -e "$(root tahoe-1)"
+validated "validate tahoe-1's image version" tahoe-1 --payload "$T/a.tar.gz"
 check_rc "deploy --accept-new" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --accept-new --json
 cp "$T/.out" "$T/deploy1"
 check_grep "... is deployed" '"state":"deployed"' "$T/deploy1"
@@ -83,6 +88,7 @@ check_grep "... and a row per record" "^unknown,,26.5.2,25F84,VirtualMac2\\,1|^u
 # A guest whose device the shim cannot change (the simulated maxThreadgroupMemoryLength has the
 # wrong type, so the shim fails closed): validation fails and nothing is activated.
 guest tahoe-bad 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
+validated "the workload validates on that image version (on tahoe-1)" tahoe-1 --payload "$T/a.tar.gz" --image ghcr.io/x/bad:1
 check_rc "a failing validation is exit 1" 1 lm deploy tahoe-bad --payload "$T/a.tar.gz" --accept-new --image ghcr.io/x/bad:1 --json
 check_grep "... as validation-failed" '"state":"validation-failed"' "$T/.out"
 check "... with nothing activated" test ! -e "$(root tahoe-bad)/current"
@@ -118,6 +124,18 @@ check_rc "lume-preprovision on a VM whose host key is unknown exits 3" 3 env LUM
 	tahoe-1 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/no_known_hosts" \
 	--state "$T/state" --payload "$T/a.tar.gz"
 check_grep "... and says not to hand it to a workload" 'tahoe-1 refused by a gate; do not hand it to a workload' "$T/.out"
+# pp ARGS...: lume-preprovision on tahoe-1 with the harness's connection flags.
+pp() { env LUME_METAL="$LM" WAIT=5 MODEL="${pp_model:-}" sh "$TOP/scripts/lume-preprovision" tahoe-1 --lume "$TOP/tests/lume-sim/lume" \
+	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" "$@"; }
+check_rc "lume-preprovision on an image version not yet validated exits 3" 3 pp --image ghcr.io/x/new:1 --force
+check_has "... saying MODEL validates it first" 'set MODEL to validate it first' "$T/.out"
+pp_model=$VMODEL
+check_rc "... with MODEL it validates the version, then deploys: exit 0" 0 pp --image ghcr.io/x/new:1 --force \
+	--timeout "$VTIMEOUT"
+pp_model=""
+check_grep "... ready" 'tahoe-1 is ready with the shim active' "$T/.out"
+check_rc "... after the validation, in the ledger" 0 "$LM" ledger --state "$T/state" show --image ghcr.io/x/new:1
+check_grep "... a validate pass" 'validate +pass +tahoe-1' "$T/.out"
 check_rc "lume-preprovision on a stopped VM exits 1 after waiting" 1 env LUME_METAL="$LM" WAIT=1 sh "$TOP/scripts/lume-preprovision" \
 	tahoe-off --lume "$TOP/tests/lume-sim/lume" --state "$T/state" --payload "$T/a.tar.gz"
 check_grep "... saying it must not be used" 'tahoe-off must not be used' "$T/.out"

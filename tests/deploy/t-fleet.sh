@@ -25,8 +25,11 @@ currents() {
 }
 all_on() { [ "$(currents | sort -u)" = "releases/$1" ]; }
 
-check_rc "deploy --all: $N guests in one run (exit 0)" 0 lm deploy --all --payload "$T/a.tar.gz" --accept-new --json
+# llama-server requires validation: the guests share one image version, validated once in the run.
+check_rc "deploy --all: $N guests in one run (exit 0)" 0 lm deploy --all --payload "$T/a.tar.gz" --accept-new \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 check_grep "... all $N deployed" "\"summary\":\\{\"deployed\":$N,\"total\":$N," "$T/.out"
+check "... after one validation of their image version, not $N" test "$(grep -c '"meanKld"' "$T/.out")" -eq 1
 check "... each with the payload current" all_on "$A"
 check_rc "an unchanged rerun (exit 0)" 0 lm deploy --all --payload "$T/a.tar.gz" --json
 cp "$T/.out" "$T/rerun.out"

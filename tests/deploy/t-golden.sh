@@ -24,6 +24,14 @@ sshd_at() {
 }
 sshd_at good 127.0.0.151 && sshd_at bad 127.0.0.152 --env LUME_METAL_SIM_WRONG_TYPES=1 || exit 1
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
+# llama-server requires validation, so its golden builds take --model (a file the guests read).
+M=$VMODEL
+# A test copy of the data directory with a workload that does not ("plain"), and its payload.
+DD=$T/data
+mkdir -p "$DD" && ln -s "$TOP/guest-payload" "$TOP/build" "$DD/" && cp -R "$TOP/manifests" "$DD/manifests"
+sed -e 's/"id": "llama-server"/"id": "plain"/' -e '/"requireValidation"/d' "$TOP/manifests/workloads/llama-server.json" \
+	>"$DD/manifests/workloads/plain.json"
+LUME_METAL_DATADIR=$DD "$LM" build --target linux-sim --workload plain -o "$T/plain.tar.gz" >/dev/null || exit 1
 sha() { sha256sum "$1" | cut -c1-64; }
 # head_digest REPO TAG: what the registry answers for it (curl -I), empty when it has none.
 head_digest() {
@@ -44,7 +52,10 @@ sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "
 BASE=$(head_digest org/base 1)
 SRC=$(sha "$HOME/.lume/src/disk.img")
 
-check_rc "--dry-run exits 0" 0 golden src shim:1 --registry "$R" --organization org --build-vm b0 --dry-run
+check_rc "llama-server requires validation: golden without --model is a usage error" 2 \
+	golden src shim:1 --registry "$R" --organization org --build-vm b0
+check_has "... saying to give it" 'the workload llama-server requires validation (requireValidation): give --model PATH' "$T/.out"
+check_rc "--dry-run exits 0" 0 golden src shim:1 --registry "$R" --organization org --build-vm b0 --dry-run --model "$M"
 check_has "... printing the clone's command" "lume clone src b0" "$T/.out"
 check_has "... the push's, with its flags" "push b0 shim:1 --registry $R --organization org" "$T/.out"
 check_has "... and the stamp's, one quoted exec" "\"\$HOME\"/'Library/Application Support/lume-metal' < image.json" "$T/.out"
@@ -72,6 +83,13 @@ check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim
 check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
 check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
 check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
+check "... and the validate record, a pass, filed under the pushed digest too" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = [r for r in d["records"] if r["kind"] == "validate"]
+assert d["key"]["imageDigest"] == sys.argv[2] and len(v) == 1 and v[0]["verdict"] == "pass", v
+assert v[0]["digest"] == sys.argv[2] and v[0]["validation"]["meanKld"] < 0.01 and v[0]["hashes"]["modelSha256"], v' \
+	"${doc:-/dev/null}" "$D"
 check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
 img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
 check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
@@ -87,13 +105,16 @@ check "without --keep the build VM is deleted" test ! -e "$HOME/.lume/b1" -a ! -
 "$L" pull shim:1 copy --registry "$R" --organization org >/dev/null 2>&1
 LUME_SIM_IP=127.0.0.151 "$L" run copy --no-display >/dev/null 2>&1
 check "a VM pulled from shim:1 has the published digest" test "$(cat "$HOME/.lume/copy/.manifest-digest")" = "$D"
-lm deploy copy --payload "$T/a.tar.gz" --json >"$T/d7" 2>&1
+lm deploy copy --payload "$T/a.tar.gz" --force --json >"$T/d7" 2>&1
 check_grep "... its deploy is keyed by that digest" "\"key\":\\{\"imageDigest\":\"$D\",\"image\":null" "$T/d7"
+# --force: past the unchanged shortcut (the build left this payload current) to the gate.
+check_grep "... and passes the validate gate with the build's record" '"state":"(deployed|unchanged)"' "$T/d7"
+if grep -q '"meanKld"' "$T/d7"; then not_ok "... without validating again"; else ok "... without validating again"; fi
 lm status copy --json >"$T/s7" 2>&1
 check "... and status finds the golden verdict (not unrecorded)" test "$(grep -o '"verdict":"[a-z]*"' "$T/s7" | tail -n 1)" = '"verdict":"pass"'
 "$L" stop copy >/dev/null 2>&1
 
-LUME_SIM_IP=127.0.0.152 golden src shim:bad --registry "$R" --organization org --build-vm b2 --keep >"$T/g2" 2>&1
+LUME_SIM_IP=127.0.0.152 golden src shim:bad --registry "$R" --organization org --build-vm b2 --keep --model "$M" >"$T/g2" 2>&1
 rc=$?
 check "a failed validation exits 1" test "$rc" -eq 1
 check_has "... says so" "validation-failed" "$T/g2"
@@ -101,18 +122,28 @@ check "... and pushes nothing: the registry has no such tag (404)" test "$(code_
 check "... --keep keeps the build VM" test -f "$HOME/.lume/b2/disk.img"
 check "... stopped" grep -q '"status" : "stopped"' "$LUME_SIM_DIR/b2.json"
 check_has "... and says where" "build VM kept: b2" "$T/g2"
+check "... the kept delete step in one progress line, not two" test "$(grep -c '^golden \[.*\] delete ' "$T/g2")" -eq 1
 check_rc "the failure is in the ledger under the base image's key" 0 "$LM" ledger --state "$T/state" show
 check_grep "... as the deploy's fail verdict" 'deploy +fail +b2' "$T/.out"
 "$L" delete b2 --force >/dev/null 2>&1
 
-LUME_SIM_IP=127.0.0.151 golden src shim:2 --registry "$DOWN" --organization org --build-vm b3 >"$T/g3" 2>&1
+# A workload that does not require validation ("plain", of the test data directory): no --model.
+(
+	export LUME_METAL_DATADIR="$DD"
+	LUME_SIM_IP=127.0.0.151 lm golden --payload "$T/plain.tar.gz" --accept-new --wait 10 src shim:2 \
+		--registry "$DOWN" --organization org --build-vm b3 >"$T/g3" 2>&1
+)
 rc=$?
 check "a registry that is down: exit 1" test "$rc" -eq 1
 check_has "... naming the registry and saying nothing was pushed" "push of shim:2 to registry $DOWN failed" "$T/g3"
 check_has "... with Lume's error" "Could not connect to the server" "$T/g3"
 check "... the build VM is deleted" test ! -e "$HOME/.lume/b3"
+check_grep "... without --model (plain requires no validation) the workload step is skipped" \
+	'^golden \[ *[0-9.]+ s\] workload +skipped: no --model$' "$T/g3"
+check "... in one progress line, not two" test "$(grep -c '^golden \[.*\] workload ' "$T/g3")" -eq 1
 
-LUME_SIM_IP=127.0.0.151 GITHUB_TOKEN=wrong golden src shim:3 --registry "$R" --organization org --build-vm b4 >"$T/g4" 2>&1
+LUME_SIM_IP=127.0.0.151 GITHUB_TOKEN=wrong golden src shim:3 --registry "$R" --organization org --build-vm b4 \
+	--model "$M" >"$T/g4" 2>&1
 rc=$?
 check "credentials the registry refuses: exit 1" test "$rc" -eq 1
 check_has "... naming the registry, not pushed" "push of shim:3 to registry $R failed" "$T/g4"
@@ -120,7 +151,7 @@ check_grep "... and nothing recorded" 'not pushed, nothing recorded' "$T/g4"
 check "... the registry has no shim:3" test "$(code_of org/shim 3)" = 404
 
 LUME_SIM_IP=127.0.0.152 golden --pull base:1 --pull-registry "$R" --pull-organization org shim:p \
-	--registry "$R" --organization org --build-vm b7 --json >"$T/g6" 2>&1
+	--registry "$R" --organization org --build-vm b7 --model "$M" --json >"$T/g6" 2>&1
 rc=$?
 check "--pull BASE:TAG pulls the source first (Lume's name base_1)" test -f "$HOME/.lume/base_1/disk.img"
 check "... with the base's digest" test "$(cat "$HOME/.lume/base_1/.manifest-digest")" = "$BASE"
@@ -130,7 +161,7 @@ check_rc "... and the verdict is recorded under the base's reference" 0 "$LM" le
 check_grep "... as a fail" 'deploy +fail +b7' "$T/.out"
 
 LUME_SIM_IP=127.0.0.151 lm golden --payload "$T/a.tar.gz" --wait 10 --known-hosts "$T/empty_known_hosts" src shim:5 \
-	--registry "$R" --organization org --build-vm b8 >"$T/g8" 2>&1
+	--registry "$R" --organization org --build-vm b8 --model "$M" >"$T/g8" 2>&1
 rc=$?
 check "an unknown host key without --accept-new: refused by the gate, exit 3" test "$rc" -eq 3
 check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 5)" = 404 -a ! -e "$HOME/.lume/b8"
@@ -145,8 +176,8 @@ rc=$?
 check "a workload validation that fails (mean KLD over its bound): exit 1" test "$rc" -eq 1
 check_grep "... said" 'org/shim:6 validation-failed: workload validation: validation-failed' "$T/g9"
 check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 6)" = 404 -a ! -e "$HOME/.lume/b9"
-check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org
-check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6
+check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org --model "$M"
+check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6 --model "$M"
 # A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
 cat >"$T/lume-gone" <<EOF
 #!/bin/sh
@@ -156,7 +187,7 @@ EOF
 chmod +x "$T/lume-gone"
 LUME_SIM_IP=127.0.0.151 "$LM" golden --lume "$T/lume-gone" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
 	--known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" --wait 10 src shim:4 \
-	--registry "$R" --organization org --build-vm b5 >"$T/g5" 2>&1
+	--registry "$R" --organization org --build-vm b5 --model "$M" >"$T/g5" 2>&1
 rc=$?
 check "the registry gone after the push: exit 1" test "$rc" -eq 1
 check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"

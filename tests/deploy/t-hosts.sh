@@ -28,9 +28,11 @@ cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
 check_rc "deploy --hosts: two hosts with two guests each (exit 0)" 0 \
 	env ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=connect -o "$T/strace" "$LM" deploy --hosts "$T/hosts" --lume /nonexistent --port "$PORT" \
 	-u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" \
-	--accept-new --json
+	--accept-new --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 cp "$T/.out" "$T/deploy.out"
 check_grep "... every guest deployed, named by its host" '"summary":\{"deployed":4,"total":4,' "$T/deploy.out"
+check "... after one validation of their image version (llama-server requires it)" \
+	test "$(grep -c '"meanKld"' "$T/deploy.out")" -eq 1
 for vm in 127.0.0.41/tahoe-a 127.0.0.41/tahoe-b 127.0.0.42/tahoe-a 127.0.0.42/tahoe-b; do
 	check_has "... $vm deployed" "\"vm\":\"$vm\",\"state\":\"deployed\"" "$T/deploy.out"
 done

@@ -31,9 +31,12 @@ check_rc "deploy three local Lume VMs: two digests, one made by lume create (exi
 	env PATH="$T/macbin:$PATH" LUME_METAL_SIM_CPU_BRAND="Apple M2 Max" LUME_METAL_SIM_HW_MODEL="Mac14,13" \
 	LUME_METAL_SIM_OS_VERSION=26.6 LUME_METAL_SIM_OS_BUILD=25G99 \
 	"$LM" deploy tahoe-1 tahoe-2 tahoe-3 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" \
-	-i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" --accept-new --json
+	-i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --payload "$T/a.tar.gz" --accept-new \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 cp "$T/.out" "$T/local.out"
 check "... three image versions, three ledger documents (one per digest, one without)" test "$(docs)" = 3
+check "... each version validated once, under its own key (llama-server requires it)" \
+	test "$(grep -c '"meanKld"' "$T/local.out")" -eq 3
 check_has "... tahoe-1 keyed by its digest" "\"imageDigest\":\"$D1\",\"image\":null" "$T/local.out"
 check_has "... tahoe-2 by its own" "\"imageDigest\":\"$D2\",\"image\":null" "$T/local.out"
 check_grep "... the host part is this Mac's, read by sysctl" \
@@ -55,7 +58,7 @@ check "... still three documents" test "$(docs)" = 3
 check_grep "... shown as REF@sha256:11111111…" '"imageLabel":"ghcr\.io/org/golden:1@sha256:11111111…"' "$T/image.out"
 
 check_rc "--host user@addr: no Mac to ask (exit 0)" 0 lm deploy --host "$ME@127.0.0.72:$PORT" --payload "$T/a.tar.gz" \
-	--json --force
+	--json --force --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_grep "... the chip is the guest's, the host build null, said so" \
 	'"hostChip":"Apple M1 Ultra \(Virtual\)","hostModel":null,"hostOS":null,"hostBuild":null\},"hostSource":"guest","hostNote":"--host reaches the VM without its Mac' "$T/.out"
 check_grep "... and no digest, said so" '"noDigest":"no digest: --host reaches the VM without Lume"' "$T/.out"
@@ -81,7 +84,8 @@ rm -rf "$T/state"
 HOME="$T/g/mac1/home" "$TOP/tests/guest-sim/bin/defaults" write com.apple.gpusw.ParavirtualizedGraphics \
 	ForceUnrestrictedDeviceFeatureLevel -bool true
 check_rc "deploy --hosts: two Macs of one image digest (exit 0)" 0 \
-	lm deploy --hosts "$T/hosts" --lume /nonexistent --payload "$T/a.tar.gz" --accept-new --json
+	lm deploy --hosts "$T/hosts" --lume /nonexistent --payload "$T/a.tar.gz" --accept-new \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 cp "$T/.out" "$T/hosts.out"
 check "... two documents: one per Mac, the same digest" test "$(docs)" = 2
 check_grep "... mac1's record names mac1: chip, model, build" \

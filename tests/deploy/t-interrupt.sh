@@ -32,6 +32,7 @@ guest f2 127.0.0.73 || exit 1
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 : >"$T/open"
 check_rc "the host keys (status --accept-new)" 0 lm status slow f1 f2 --accept-new
+validated "validate the guests' image version (llama-server requires it)" f1 --payload "$T/a.tar.gz"
 rm -f "$T/open" "$T/entered"
 
 # wait_for FILE: until FILE exists (at most 20 s).

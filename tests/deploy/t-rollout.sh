@@ -22,13 +22,17 @@ if [ "$lost" -eq 0 ]; then ok "parallel --accept-new keeps every new host key (3
 	not_ok "parallel --accept-new keeps every new host key ($lost of 3 runs lost one)"; fi
 cur() { readlink "$(root "$1")/current" 2>/dev/null || echo none; }
 
-check_rc "a canary that fails stops the run (exit 1)" 1 lm deploy f2 f1 f3 --payload "$T/a.tar.gz" --canary 1 --accept-new --json
+# llama-server requires validation: each image version is validated by its first VM in the run.
+check_rc "a canary that fails stops the run (exit 1)" 1 lm deploy f2 f1 f3 --payload "$T/a.tar.gz" --canary 1 --accept-new \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 check_grep "... the canary is validation-failed" '"vm":"f2","state":"validation-failed"' "$T/.out"
 check_grep "... the others are skipped, saying why" '"vm":"f1","state":"skipped","message":"the canary failed; not started"' "$T/.out"
 check "... and nothing was installed on them" test "$(cur f1)$(cur f3)" = nonenone
 
-check_rc "a passing canary goes on to the rest" 0 lm deploy f1 f3 f4 --payload "$T/a.tar.gz" --canary 1 --batch 1 --accept-new --json
+check_rc "a passing canary goes on to the rest" 0 lm deploy f1 f3 f4 --payload "$T/a.tar.gz" --canary 1 --batch 1 --accept-new \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
 check_grep "... all deployed" '"summary":\{"deployed":3,"total":3,' "$T/.out"
+check "... their image version validated once, by the canary" test "$(grep -c '"meanKld"' "$T/.out")" -eq 1
 
 check_rc "a budget of 0 exceeded in the second wave (exit 1)" 1 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" \
 	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --accept-new --json

@@ -34,7 +34,7 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 	( while :; do ps -eo args >>"$T/ps.log" 2>/dev/null; sleep 0.05; done ) &
 	watcher=$!
 	"$LM" deploy --host "$U@127.0.0.5:$PORT" --target linux-sim --password-file "$T/pwfile" --known-hosts "$T/kh3" \
-		--accept-new --state "$T/state" --json >"$T/pw.out" 2>&1
+		--accept-new --state "$T/state" --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json >"$T/pw.out" 2>&1
 	rc=$?
 	kill "$watcher" 2>/dev/null
 	wait "$watcher" 2>/dev/null

@@ -100,15 +100,17 @@ check_rc "--text FILE" 0 V --text "$T/other.txt" --json
 check_has "... is the text hashed and recorded" "\"textSha256\":\"$(sha256sum "$T/other.txt" | cut -c1-64)\"" "$T/.out"
 check "... and the guest's scratch directories are all gone" test "$(scratch)" -eq "$n0"
 
-# The gate, with a test copy of the data directory whose llama-server requires validation.
+# The gate: llama-server requires validation. A test copy of the data directory adds two
+# workloads: "few" (a context too short for statistics) and "plain" (requires none).
 D=$T/data
 mkdir -p "$D"
 ln -s "$TOP/guest-payload" "$TOP/build" "$D/"
 cp -R "$TOP/manifests" "$D/manifests"
-sed 's/"keepAlive": true,/"keepAlive": true, "requireValidation": true,/' "$TOP/manifests/workloads/llama-server.json" \
-	>"$D/manifests/workloads/llama-server.json"
+check_has "the shipped llama-server workload requires validation" '"requireValidation": true' "$TOP/manifests/workloads/llama-server.json"
 sed 's/"context": 512/"context": 128/' "$D/manifests/workloads/llama-server.json" >"$D/manifests/workloads/few.json"
 sed -i 's/"id": "llama-server"/"id": "few"/' "$D/manifests/workloads/few.json"
+sed -e 's/"id": "llama-server"/"id": "plain"/' -e '/"requireValidation"/d' "$D/manifests/workloads/llama-server.json" \
+	>"$D/manifests/workloads/plain.json"
 export LUME_METAL_DATADIR="$D"
 guest tahoe-w 127.0.0.14 || exit 1
 W=$T/g/tahoe-w/home
@@ -151,7 +153,7 @@ check_rc "two VMs of a version whose kernels are broken, in one run" 1 \
 cp "$T/.out" "$T/two.out"
 check "... one fails validation" test "$(grep -c '"state":"validation-failed"' "$T/two.out")" -eq 1
 check_grep "... the other is refused by its verdict, without running it again" '"state":"refused".*mean KLD 1\.873412 is above 0\.01 \(in this run\)' "$T/two.out"
-unset LUME_METAL_DATADIR
 check_rc "a workload without requireValidation deploys unvalidated" 0 \
-	lm deploy tahoe-w --target linux-sim --image img-c --force
+	lm deploy tahoe-w --target linux-sim --workload plain --image img-c --force
+unset LUME_METAL_DATADIR
 t_done
