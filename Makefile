@@ -82,6 +82,9 @@ build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
 
+# test_cli compiles cli.c in (it is not in the library).
+build/tests/test_cli: plugin/cli.c
+
 build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)

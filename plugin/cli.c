@@ -496,7 +496,7 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 		c->hosts = h;
 		return 1;
 	}
-	case 1005: return cli_number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
+	case 1005: c->timeout_given = 1; return cli_number(arg, "--timeout", cmd, 1, 86400, &c->timeout_s);
 	case 1006: return cli_number(arg, "--parallel", cmd, 1, 1024, &c->fleet.parallel);
 	case 1030: return cli_number(arg, "--canary", cmd, 1, 100000, &c->fleet.canary);
 	case 1031: return count_or_pct(arg, "--batch", cmd, 1, &c->fleet.batch, &c->fleet.batch_pct);
@@ -590,7 +590,7 @@ cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int 
 		(*out)->port = c->port;
 	o->state = c->state, o->lume = c->lume, o->ssh = c->ssh, o->timeout_s = c->timeout_s;
 	o->wait_s = c->wait_s;
-	if (c->timeout_s == 120) /* the default: not given */
+	if (!c->timeout_given)
 		o->timeout_s = long_timeout_s;
 	return EXIT_OK;
 }

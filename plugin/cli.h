@@ -97,6 +97,7 @@ typedef struct {
 	size_t nhosts;
 	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
 	int timeout_s, json, all, wait_s, port;
+	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
 	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
 	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
 	const char *target, *profile, *workload, *payload_file;

@@ -37,7 +37,7 @@ cmd_deploy(int argc, char **argv)
 	    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK ||
 	    (rc = cli_validate_setup(&cv, &conn, &o, cv.asked, "deploy")) != EXIT_OK)
 		goto done;
-	if (cv.asked && conn.timeout_s == 120) /* validation runs llama-perplexity twice */
+	if (cv.asked && !conn.timeout_given) /* validation runs llama-perplexity twice */
 		conn.timeout_s = 3600;
 	if (host_pref_read(&pref, err) == LM_OK && pref != 1)
 		fprintf(stderr, "lume-metal: warning: this host's %s %s is %s; the shim's evidence ran with it "

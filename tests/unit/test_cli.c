@@ -75,5 +75,20 @@ main(void)
 	cli_bprintf(&b, "%s\r\033[K%c", "\r", '\007');
 	UNIT_OK(b.data && strcmp(b.data, "\\r\r\033[K\\x07") == 0, "the format's own controls pass, the arguments' do not");
 	lm_buf_free(&b);
+
+	/* --timeout given is kept, even when it is the default's 120; without it, the command's own. */
+	for (int given = 0; given <= 1; given++) {
+		cli_conn c = {.timeout_s = 120};
+		const char *hosts[] = {"127.0.0.1"};
+		deploy_opts o = {0};
+		guest_target *t = NULL;
+
+		c.hosts = hosts, c.nhosts = 1;
+		if (given)
+			UNIT_OK(cli_conn_flag(&c, 1005, "120", "validate") == 1, "--timeout 120 parses");
+		UNIT_OK(cli_one_vm(&t, &c, NULL, &o, 3600) == EXIT_OK && o.timeout_s == (given ? 120 : 3600),
+		    "--timeout %s: the run's timeout is %d", given ? "120 given" : "not given", o.timeout_s);
+		guest_target_free(t);
+	}
 	UNIT_DONE();
 }
