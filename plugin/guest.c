@@ -326,13 +326,42 @@ release_sha(char *path)
 	return out;
 }
 
+const char *
+guest_facts_script(void)
+{
+	return facts_script;
+}
+
+int
+guest_facts_parse(guest_facts *f, const char *text, char *err)
+{
+	char *img;
+
+	memset(f, 0, sizeof *f);
+	f->home = take(text, "home=");
+	f->os = take(text, "kern.osproductversion:");
+	f->build = take(text, "kern.osversion:");
+	f->model = take(text, "hw.model:");
+	f->chip = take(text, "machdep.cpu.brand_string:");
+	f->current = release_sha(take(text, "current="));
+	f->previous = release_sha(take(text, "previous="));
+	if ((img = take(text, "image=")) != NULL) {
+		f->image = cJSON_Parse(img);
+		free(img);
+	}
+	if (f->home == NULL || f->home[0] != '/' || f->os == NULL) {
+		guest_facts_clear(f);
+		return lm_err(err, LM_EFAIL, "the guest did not say its HOME and macOS version (is it macOS?)");
+	}
+	return LM_OK;
+}
+
 int
 guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 {
 	static const char *const argv[] = {"sh", "-s", NULL};
 	ssh_result r;
 	lm_buf cmd = {0};
-	char *img;
 	int rc;
 
 	memset(f, 0, sizeof *f);
@@ -343,24 +372,9 @@ guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 	if (rc == LM_OK && r.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "reading the guest's facts exited %d: %.200s", r.exit_code,
 		    r.err.data ? r.err.data : "");
-	if (rc == LM_OK) {
-		f->home = take(r.out.data, "home=");
-		f->os = take(r.out.data, "kern.osproductversion:");
-		f->build = take(r.out.data, "kern.osversion:");
-		f->model = take(r.out.data, "hw.model:");
-		f->chip = take(r.out.data, "machdep.cpu.brand_string:");
-		f->current = release_sha(take(r.out.data, "current="));
-		f->previous = release_sha(take(r.out.data, "previous="));
-		if ((img = take(r.out.data, "image=")) != NULL) {
-			f->image = cJSON_Parse(img);
-			free(img);
-		}
-		if (f->home == NULL || f->home[0] != '/' || f->os == NULL)
-			rc = lm_err(err, LM_EFAIL, "the guest did not say its HOME and macOS version (is it macOS?)");
-	}
+	if (rc == LM_OK)
+		rc = guest_facts_parse(f, r.out.data ? r.out.data : "", err);
 	ssh_result_free(&r);
-	if (rc != LM_OK)
-		guest_facts_clear(f);
 	return rc;
 }
 
