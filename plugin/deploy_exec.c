@@ -10,25 +10,25 @@
 #define MARK "lume-metal:facts-end"
 
 /* After the facts: the controller's word, then the payload into staging/ under a name of this
- * driver's own, its gzip stream read whole by tar while install.sh and common.sh are taken
- * out of it (a cut-off upload ends here, before any of it runs), install.sh run from that copy
- * with --verified, and one find that removes this run's files and uploads of runs that died
- * (never a live one: those are not 10 minutes old). $1 is the payload's SHA-256. */
+ * driver's own, and install.sh run on it with --verified: the text of the payload's own
+ * bin/common.sh and bin/install.sh as the controller verified them ($2), so nothing of the
+ * upload runs before install.sh has checked its SHA-256 (a payload cut off on the way fails
+ * there, before anything moves), and the payload is decompressed only by install.sh. Then one
+ * find removes this run's files and uploads of runs that died (never a live one: those are not
+ * 10 minutes old). $1 is the payload's SHA-256. */
 static const char driver[] =
     "echo " MARK "\n"
     "IFS= read -r go || exit 0\n"
     "case $go in install | install-stock) ;; *) exit 0 ;; esac\n"
-    "h=$1 S=\"$HOME/Library/Application Support/lume-metal/staging\"\n"
+    "h=$1 i=$2 S=\"$HOME/Library/Application Support/lume-metal/staging\"\n"
     "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
     "p=\"$S/.$h.tar.gz.part.$$\"\n"
     "set -- --payload \"$p\" --sha256 \"$h\" --verified\n"
     "if [ \"$go\" = install-stock ] && IFS= read -r k && printf '%s\\n' \"$k\" >\"$p.stock\"; then\n"
     "  set -- \"$@\" --stock-file \"$p.stock\"\n"
     "fi\n"
-    "if ! cat >\"$p\"; then w=\"cannot write $p (full disk?)\"\n"
-    "elif ! w=$(tar -xzOf \"$p\" bin/common.sh bin/install.sh 2>&1 >\"$p.sh\"); then w=\"it did not arrive whole: $w\"\n"
-    "else w=''; fi\n"
-    "if [ -n \"$w\" ]; then echo \"upload of $h.tar.gz failed: $w\" >&2; rc=1; else sh \"$p.sh\" \"$@\"; rc=$?; fi\n"
+    "if cat >\"$p\"; then sh -c \"$i\" install.sh \"$@\"; rc=$?\n"
+    "else echo \"upload of $h.tar.gz failed: cannot write $p (full disk?)\" >&2; rc=1; fi\n"
     "find \"$S\" -name '.*.part.*' \\( -name \"${p##*/}\" -o -name \"${p##*/}.*\" -o -mmin +10 \\) -delete 2>/dev/null\n"
     "exit $rc\n";
 
@@ -39,17 +39,18 @@ struct deploy_exec {
 };
 
 int
-deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, guest_facts *f, char *err)
+deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, const char *installer, guest_facts *f,
+    char *err)
 {
 	lm_buf script = {0}, cmd = {0};
 	deploy_exec *x;
-	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, NULL};
+	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, installer, NULL};
 	int rc;
 
 	*out = NULL;
 	memset(f, 0, sizeof *f);
-	if (!lm_is_sha256(sha))
-		return lm_err(err, LM_EINPUT, "not a SHA-256: %.80s", sha);
+	if (!lm_is_sha256(sha) || installer == NULL)
+		return lm_err(err, LM_EINPUT, "not a verified payload");
 	if ((x = calloc(1, sizeof *x)) == NULL || lm_buf_addf(&script, "%s%s", guest_facts_script(), driver) != 0 ||
 	    (argv[2] = script.data, ssh_quote_argv(&cmd, argv)) != LM_OK) {
 		free(x);
