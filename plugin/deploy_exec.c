@@ -107,7 +107,7 @@ int
 deploy_exec_install(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, cJSON **out,
     int *code, char *err)
 {
-	char werr[LM_ERRLEN] = "", *line = NULL, *last = NULL;
+	char werr[LM_ERRLEN] = "", *line = NULL;
 	ssh_chan *ch = x->ch;
 	ssh_result res;
 	int rc;
@@ -136,12 +136,7 @@ deploy_exec_install(deploy_exec *x, const char *payload, const cJSON *stock, uin
 		return LM_EFAIL;
 	}
 	*code = res.exit_code;
-	for (char *p = res.out.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (*p == '{')
-			last = p;
-	if (last == NULL || (*out = cJSON_ParseWithOpts(last, NULL, 0)) == NULL || !cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
+	if ((*out = guest_json_result(res.out.data)) == NULL) {
 		if (rc != LM_OK)
 			lm_err(err, LM_EFAIL, "%s: upload of %s.tar.gz failed: %s%s%.300s", x->where, x->sha, werr,
 			    res.err.data ? "; the guest said: " : "", res.err.data ? res.err.data : "");

@@ -392,12 +392,29 @@ guest_facts_clear(guest_facts *f)
 	memset(f, 0, sizeof *f);
 }
 
+cJSON *
+guest_json_result(const char *text)
+{
+	const char *last = NULL;
+	cJSON *j;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (*p == '{')
+			last = p;
+	if (last == NULL || (j = cJSON_ParseWithOpts(last, NULL, 0)) == NULL)
+		return NULL;
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
 int
 guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in, char *err)
 {
 	lm_buf cmd = {0};
 	ssh_result r;
-	char *last = NULL;
 	int rc;
 
 	*out = NULL;
@@ -408,15 +425,9 @@ guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, con
 	if (rc != LM_OK)
 		goto done;
 	*code = r.exit_code;
-	for (char *p = r.out.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (*p == '{')
-			last = p;
-	if (last == NULL || (*out = cJSON_ParseWithOpts(last, NULL, 0)) == NULL || !cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
+	if ((*out = guest_json_result(r.out.data)) == NULL)
 		rc = lm_err(err, LM_EFAIL, "%s printed no JSON result (exit %d): %.300s", argv[1] ? argv[1] : argv[0],
 		    r.exit_code, r.err.data ? r.err.data : "");
-	}
 done:
 	ssh_result_free(&r);
 	return rc;

@@ -87,6 +87,9 @@ const char *guest_facts_script(void);
 int guest_facts_parse(guest_facts *f, const char *text, char *err);
 void guest_facts_clear(guest_facts *f);
 
+/* The JSON object on the last line of text (a guest script's stdout; NULL: none) that starts
+ * with '{', or NULL when there is none or it is not an object. Caller frees. */
+cJSON *guest_json_result(const char *text);
 /* Runs argv in the guest. On LM_OK *out (caller frees) is the JSON object on the last
  * non-empty line of stdout, whatever the exit code, which goes to *code. */
 int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,

@@ -996,6 +996,25 @@ ssh_result_free(ssh_result *r)
 	lm_buf_free(&r->err);
 }
 
+/* Opens local for an upload and gives a read buffer (*buf, UPLOAD_CHUNK bytes, the caller's):
+ * the descriptor, or an LM_* error (a lack of descriptors noted: ssh_nofds_note). */
+static int
+upload_open(const char *local, char **buf, char *err)
+{
+	int fd;
+
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
+		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+	}
+	if ((*buf = malloc(UPLOAD_CHUNK)) == NULL) {
+		close(fd);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	return fd;
+}
+
 struct ssh_chan {
 	ssh_conn *c;
 	LIBSSH2_CHANNEL *ch;
@@ -1064,15 +1083,8 @@ ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err)
 	int fd, rc = LM_OK;
 
 	*sent = 0;
-	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
-		if (errno == EMFILE || errno == ENFILE)
-			ssh_nofds_note();
-		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
-	}
-	if ((buf = malloc(UPLOAD_CHUNK)) == NULL) {
-		close(fd);
-		return lm_err(err, LM_EFAIL, "out of memory");
-	}
+	if ((fd = upload_open(local, &buf, err)) < 0)
+		return fd;
 	while (rc == LM_OK && (n = read(fd, buf, UPLOAD_CHUNK)) > 0)
 		if ((rc = ssh_chan_write(h, buf, (size_t)n, err)) == LM_OK)
 			*sent += (uint64_t)n;
@@ -1235,15 +1247,8 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
-	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
-		if (errno == EMFILE || errno == ENFILE)
-			ssh_nofds_note();
-		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
-	}
-	if ((buf = malloc(UPLOAD_CHUNK)) == NULL) {
-		close(fd);
-		return lm_err(err, LM_EFAIL, "out of memory");
-	}
+	if ((fd = upload_open(local, &buf, err)) < 0)
+		return fd;
 	if (!time_left(c) || (sftp = libssh2_sftp_init(c->s)) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: cannot start SFTP: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
 		goto done;
