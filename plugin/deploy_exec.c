@@ -20,6 +20,8 @@ static const char driver[] =
     "echo " MARK "\n"
     "IFS= read -r go || exit 0\n"
     "case $go in install | install-stock) ;; *) exit 0 ;; esac\n"
+    /* the facts left it in a release, which the install may prune */
+    "cd \"$HOME\" || exit 1\n"
     "h=$1 i=$2 S=\"$HOME/Library/Application Support/lume-metal/staging\"\n"
     "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
     "p=\"$S/.$h.tar.gz.part.$$\"\n"
