@@ -155,7 +155,7 @@ vm_open_x(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o, deploy
 	memset(s, 0, sizeof *s);
 	if ((s->c = connect_vm(r, t, o)) == NULL)
 		return LM_EFAIL;
-	if ((x ? deploy_exec_open(x, s->c, o->info->sha256, o->info->installer, &s->f, msg) : guest_facts_read(&s->f, s->c, msg)) != LM_OK) {
+	if ((x ? deploy_exec_open(x, s->c, o->info->sha256, o->force, &s->f, msg) : guest_facts_read(&s->f, s->c, msg)) != LM_OK) {
 		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 		ssh_close(s->c);
 		s->c = NULL;

@@ -9,28 +9,32 @@
 
 #define MARK "lume-metal:facts-end"
 
-/* After the facts: the controller's word, then the payload into staging/ under a name of this
- * driver's own, and install.sh run on it with --verified: the text of the payload's own
- * bin/common.sh and bin/install.sh as the controller verified them ($2), so nothing of the
- * upload runs before install.sh has checked its SHA-256 (a payload cut off on the way fails
- * there, before anything moves), and the payload is decompressed only by install.sh. Then one
- * find removes this run's files and uploads of runs that died (never a live one: those are not
- * 10 minutes old). $1 is the payload's SHA-256. */
+/* After the facts: when the payload is current and the controller does not insist ($2 is not
+ * "wait": --force), the driver ends at once, so an unchanged rerun costs no round trip more than
+ * the facts. Else the controller's word, then the payload into staging/ under a name of this
+ * driver's own, its gzip stream read whole by tar while common.sh and install.sh are taken out
+ * of it (a cut-off upload ends here, before any of it runs), install.sh run from that copy with
+ * --verified (it checks the SHA-256 first), and one find that removes this run's files and
+ * uploads of runs that died (never a live one: those are not 10 minutes old). $1 is the
+ * payload's SHA-256. */
 static const char driver[] =
     "echo " MARK "\n"
+    "[ \"$2\" = wait ] || ! cd -P \"$R/current\" 2>/dev/null || case $PWD in */releases/\"$1\") exit 0 ;; esac\n"
     "IFS= read -r go || exit 0\n"
     "case $go in install | install-stock) ;; *) exit 0 ;; esac\n"
     /* the facts left it in a release, which the install may prune */
     "cd \"$HOME\" || exit 1\n"
-    "h=$1 i=$2 S=\"$HOME/Library/Application Support/lume-metal/staging\"\n"
+    "h=$1 S=\"$R/staging\"\n"
     "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
     "p=\"$S/.$h.tar.gz.part.$$\"\n"
     "set -- --payload \"$p\" --sha256 \"$h\" --verified\n"
     "if [ \"$go\" = install-stock ] && IFS= read -r k && printf '%s\\n' \"$k\" >\"$p.stock\"; then\n"
     "  set -- \"$@\" --stock-file \"$p.stock\"\n"
     "fi\n"
-    "if cat >\"$p\"; then sh -c \"$i\" install.sh \"$@\"; rc=$?\n"
-    "else echo \"upload of $h.tar.gz failed: cannot write $p (full disk?)\" >&2; rc=1; fi\n"
+    "if ! cat >\"$p\"; then w=\"cannot write $p (full disk?)\"\n"
+    "elif ! w=$(tar -xzOf \"$p\" bin/common.sh bin/install.sh 2>&1 >\"$p.sh\"); then w=\"it did not arrive whole: $w\"\n"
+    "else w=''; fi\n"
+    "if [ -n \"$w\" ]; then echo \"upload of $h.tar.gz failed: $w\" >&2; rc=1; else sh \"$p.sh\" \"$@\"; rc=$?; fi\n"
     "find \"$S\" -name '.*.part.*' \\( -name \"${p##*/}\" -o -name \"${p##*/}.*\" -o -mmin +10 \\) -delete 2>/dev/null\n"
     "exit $rc\n";
 
@@ -41,18 +45,17 @@ struct deploy_exec {
 };
 
 int
-deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, const char *installer, guest_facts *f,
-    char *err)
+deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, guest_facts *f, char *err)
 {
 	lm_buf script = {0}, cmd = {0};
 	deploy_exec *x;
-	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, installer, NULL};
+	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, force ? "wait" : "", NULL};
 	int rc;
 
 	*out = NULL;
 	memset(f, 0, sizeof *f);
-	if (!lm_is_sha256(sha) || installer == NULL)
-		return lm_err(err, LM_EINPUT, "not a verified payload");
+	if (!lm_is_sha256(sha))
+		return lm_err(err, LM_EINPUT, "not a SHA-256: %.80s", sha);
 	if ((x = calloc(1, sizeof *x)) == NULL || lm_buf_addf(&script, "%s%s", guest_facts_script(), driver) != 0 ||
 	    (argv[2] = script.data, ssh_quote_argv(&cmd, argv)) != LM_OK) {
 		free(x);

@@ -367,7 +367,6 @@ payload_info_free(payload_info *p)
 	if (p == NULL)
 		return;
 	cJSON_Delete(p->manifest);
-	free(p->installer);
 	free(p);
 }
 
@@ -385,7 +384,7 @@ typedef struct {
 typedef struct {
 	ventry *v;
 	size_t n, cap;
-	lm_buf manifest, sums, common, install; /* kept: bin/common.sh and bin/install.sh for deploy */
+	lm_buf manifest, sums;
 } ventries;
 
 static void
@@ -396,8 +395,6 @@ ventries_free(ventries *es)
 	free(es->v);
 	lm_buf_free(&es->manifest);
 	lm_buf_free(&es->sums);
-	lm_buf_free(&es->common);
-	lm_buf_free(&es->install);
 }
 
 /* Entries by key: bytewise, then a shorter key first. */
@@ -581,10 +578,6 @@ read_entry(struct archive *a, struct archive_entry *e, ventries *es, const char 
 		keep = &es->manifest;
 	else if (strcmp(path, "SHA256SUMS") == 0)
 		keep = &es->sums;
-	else if (strcmp(path, "bin/common.sh") == 0)
-		keep = &es->common;
-	else if (strcmp(path, "bin/install.sh") == 0)
-		keep = &es->install;
 	if (keep != NULL && keep->len > 0) /* other names twice are refused once all are read */
 		return lm_err(err, LM_EINPUT, "%s: entry \"%s\" appears twice", file, path);
 	if ((c = lm_sha256_new()) == NULL)
@@ -749,19 +742,6 @@ payload_verify(payload_info **out, const char *path, const char *sha_path, char 
 	if ((rc = read_archive(&es, path, err)) != LM_OK || (rc = check_manifest(info, &es, path, err)) != LM_OK ||
 	    (rc = check_sha_file(info, path, sha_path, err)) != LM_OK)
 		goto done;
-	if (es.common.len == 0 || es.install.len == 0) {
-		rc = lm_err(err, LM_EINPUT, "%s: no bin/%s", path, es.common.len == 0 ? "common.sh" : "install.sh");
-		goto done;
-	}
-	if (memchr(es.common.data, '\0', es.common.len) || memchr(es.install.data, '\0', es.install.len)) {
-		rc = lm_err(err, LM_EINPUT, "%s: bin/common.sh or bin/install.sh holds a NUL byte", path);
-		goto done;
-	}
-	if (lm_buf_add(&es.common, es.install.data, es.install.len) != 0 ||
-	    (info->installer = strndup(es.common.data, es.common.len)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
 	*out = info;
 	info = NULL;
 done:

@@ -25,8 +25,6 @@ typedef struct {
 	int placeholders;   /* files marked "placeholder": deploy refuses such a payload */
 	char *target, *profile, *workload, *label, *version;
 	cJSON *manifest;    /* the parsed MANIFEST.json */
-	char *installer;    /* bin/common.sh then bin/install.sh, as verified: the script deploy runs
-	                     * in the guest (deploy_exec.h) */
 } payload_info;
 
 /* Builds the payload. On success *out (caller frees with payload_info_free) describes it. */
