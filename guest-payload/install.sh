@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
-# install.sh --payload FILE --sha256 HEX [--no-validate]
+# install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]
 #
 # Installs one lume-metal payload for the logged-in user of a macOS guest. It can run from any
 # copy; deploy runs `tar -xzOf FILE bin/install.sh | sh -s -- ...`. Order: check the payload's
@@ -10,6 +10,15 @@
 # run-with-shim --check), switch `current` (a temporary link renamed over it), keep `previous`,
 # bootstrap the service, and confirm that the process launchd runs has the shim active.
 # Anything that fails puts back what was there, so the previous state keeps running.
+#
+# --verified is for lume-metal's deploy, which checked every entry of this very payload (name,
+# type, size, SHA-256, SHA256SUMS against MANIFEST.json, no placeholder) before sending it: once
+# the whole payload's SHA-256 matches (step 1, always), that check holds for every entry, so the
+# names listing, the per-file SHA256SUMS pass and the MANIFEST.json cross-check are skipped; the
+# type check of every entry and the unpack stay. --stock-file FILE gives the stock probe's answer
+# as recorded for this image version (deploy, from its ledger), instead of running the stock
+# probe; the shimmed probe still runs against it. Run by hand or by another tool, without these
+# flags, every check runs.
 #
 # Prints one JSON object on stdout:
 #   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
@@ -25,7 +34,7 @@ set -u
 # The shared helpers: beside this script, or already read in this same `sh -s` (deploy).
 [ -n "${LM_COMMON_LOADED:-}" ] || . "$(dirname "$0")/common.sh" || exit 2
 
-payload="" want="" validate=1
+payload="" want="" validate=1 verified=0 stock_file=""
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false proc=null
 work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
@@ -65,7 +74,7 @@ trap 'fail "interrupted"' INT TERM HUP
 trap '' PIPE
 
 usage() {
-	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate]${1:+ ($1)}"
+	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]${1:+ ($1)}"
 	say "$reason"
 	emit failed
 	exit 2
@@ -90,6 +99,8 @@ while [ $# -gt 0 ]; do
 	--payload) [ $# -ge 2 ] || usage "--payload needs a file"; payload=$2; shift 2 ;;
 	--sha256) [ $# -ge 2 ] || usage "--sha256 needs a value"; want=$2; shift 2 ;;
 	--no-validate) validate=0; shift ;;
+	--verified) verified=1; shift ;;
+	--stock-file) [ $# -ge 2 ] || usage "--stock-file needs a file"; stock_file=$2; shift 2 ;;
 	-h | --help) usage ;;
 	*) usage "unknown argument: $1" ;;
 	esac
@@ -154,57 +165,46 @@ list_to() {
 	l_err=$(tar "$2" "$payload" 2>&1 >/dev/null) && fail "cannot write $1 (full disk?)"
 	fail "payload is not a readable tar.gz: $(printf '%s' "$l_err" | tail -n 2 | tr '\n' ' ')"
 }
-list_to "$work/names" -tzf
-list_to "$work/types" -tvzf
-listing=$(awk 'FILENAME == ARGV[1] {
-		n++; x = $0; sub(/^\.\//, "", x)
-		if (bad == "" && (x == "" || x ~ /^\// || x ~ /(^|\/)\.\.(\/|$)/)) bad = $0
-		if (x == "SHA256SUMS") sums = 1
-		next
-	}
-	{ t++; c = substr($0, 1, 1); if (c != "-" && c != "d") special = 1 }
-	END {
-		if (bad != "") print "outside " bad
-		else if (t != n) print "inconsistent"
-		else if (special) print "special"
-		else if (!sums) print "nosums"
-	}' "$work/names" "$work/types")
-case $listing in
-"outside "*) fail "payload has an entry outside its directory: ${listing#outside }" ;;
-inconsistent) fail "payload listing is inconsistent (an entry name with a newline?)" ;;
-special) fail "payload has a link or special entry; only files and directories are allowed" ;;
-nosums) fail "payload has no SHA256SUMS" ;;
-esac
+# check_entries: every entry a plain file or directory, inside the payload's directory, and
+# SHA256SUMS among them (one listing of names, one of types, one awk). Verified (--verified, the
+# SHA-256 matched): the listing of types alone, for the type check (names, and SHA256SUMS, were
+# checked on the controller; tar refuses names outside its directory all the same).
+check_entries() {
+	if [ "$verified" -eq 1 ]; then
+		list_to "$work/types" -tvzf
+		listing=""
+		! grep -q '^[^d-]' "$work/types" || listing=special
+	else
+		list_to "$work/names" -tzf
+		list_to "$work/types" -tvzf
+		listing=$(awk 'FILENAME == ARGV[1] {
+				n++; x = $0; sub(/^\.\//, "", x)
+				if (bad == "" && (x == "" || x ~ /^\// || x ~ /(^|\/)\.\.(\/|$)/)) bad = $0
+				if (x == "SHA256SUMS") sums = 1
+				next
+			}
+			{ t++; c = substr($0, 1, 1); if (c != "-" && c != "d") special = 1 }
+			END {
+				if (bad != "") print "outside " bad
+				else if (t != n) print "inconsistent"
+				else if (special) print "special"
+				else if (!sums) print "nosums"
+			}' "$work/names" "$work/types")
+	fi
+	case $listing in
+	"outside "*) fail "payload has an entry outside its directory: ${listing#outside }" ;;
+	inconsistent) fail "payload listing is inconsistent (an entry name with a newline?)" ;;
+	special) fail "payload has a link or special entry; only files and directories are allowed" ;;
+	nosums) fail "payload has no SHA256SUMS" ;;
+	esac
+}
+check_entries
 
 # 4. Unpack into staging and check every file.
 # cd rather than -C: GNU tar unquotes backslashes in a -C directory.
 if ! terr=$(cd "$fresh" && tar -xzf "$payload" 2>&1); then
 	fail "cannot unpack the payload into $ROOT/staging: $(printf '%s' "$terr" | tail -n 2 | tr '\n' ' ')"
 fi
-# SHA256SUMS against MANIFEST.json in one pass: malformed lines, required files it must list,
-# checksums MANIFEST.json does not record (MANIFEST.json's own is only in SHA256SUMS), and
-# placeholder binaries. Each finding is one tagged line, reported in the order below.
-sums=$(awk 'FILENAME == ARGV[1] {
-		if ($0 ~ /"placeholder"[ \t\r]*:[ \t\r]*true/) ph = 1
-		s = $0
-		while (match(s, /[0-9a-f]+/)) { if (RLENGTH == 64) m[substr(s, RSTART, 64)] = 1; s = substr(s, RSTART + RLENGTH) }
-		next
-	}
-	$0 == "" { next }
-	{
-		h = substr($0, 1, 64); sep = substr($0, 65, 2); n = substr($0, 67)
-		if (length(h) != 64 || h ~ /[^0-9a-f]/ || (sep != "  " && sep != " *") || n == "" || n ~ /^\// || n ~ /(^|\/)\.\.(\/|$)/) { bad = 1; next }
-		have[n] = 1
-		if (n != "MANIFEST.json" && !(h in m)) unrec = unrec n " "
-	}
-	END {
-		if (bad) print "malformed"
-		k = split("MANIFEST.json payload.env shim.env profile.json LaunchAgent.plist bin/run-with-shim bin/lume-metal-probe", req, " ")
-		for (i = 1; i <= k; i++) if (!(req[i] in have)) miss = miss req[i] " "
-		if (miss != "") print "missing " miss
-		if (unrec != "") print "unrecorded " substr(unrec, 1, length(unrec) - 1)
-		if (ph) print "placeholder"
-	}' "$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
 # finding TAG: sets f_out to the text of the TAG line of $sums; fails when there is none.
 finding() {
 	f_out=$nl$sums$nl
@@ -213,12 +213,44 @@ finding() {
 	f_out=${f_out#" "}
 	f_out=${f_out%%"$nl"*}
 }
-! finding malformed || fail "SHA256SUMS has a malformed line"
-if finding missing; then fail "payload does not list ${f_out}in SHA256SUMS"; fi
-if ! drift=$(release_drift "$fresh"); then
-	fail "payload files do not match SHA256SUMS: $(printf '%s' "$drift" | tr '\n' ' ')"
-fi
-if finding unrecorded; then fail "MANIFEST.json does not record the SHA-256 of $f_out"; fi
+# check_files: every unpacked file against SHA256SUMS, and SHA256SUMS against MANIFEST.json.
+# Verified (--verified): the controller compared every entry with both, and the SHA-256 of the
+# whole payload matched, so neither pass runs (sums stays empty: no finding).
+sums=""
+check_files() {
+	[ "$verified" -eq 0 ] || return 0
+	# SHA256SUMS against MANIFEST.json in one pass: malformed lines, required files it must list,
+	# checksums MANIFEST.json does not record (MANIFEST.json's own is only in SHA256SUMS), and
+	# placeholder binaries. Each finding is one tagged line, reported in the order below.
+	sums=$(awk 'FILENAME == ARGV[1] {
+			if ($0 ~ /"placeholder"[ \t\r]*:[ \t\r]*true/) ph = 1
+			s = $0
+			while (match(s, /[0-9a-f]+/)) { if (RLENGTH == 64) m[substr(s, RSTART, 64)] = 1; s = substr(s, RSTART + RLENGTH) }
+			next
+		}
+		$0 == "" { next }
+		{
+			h = substr($0, 1, 64); sep = substr($0, 65, 2); n = substr($0, 67)
+			if (length(h) != 64 || h ~ /[^0-9a-f]/ || (sep != "  " && sep != " *") || n == "" || n ~ /^\// || n ~ /(^|\/)\.\.(\/|$)/) { bad = 1; next }
+			have[n] = 1
+			if (n != "MANIFEST.json" && !(h in m)) unrec = unrec n " "
+		}
+		END {
+			if (bad) print "malformed"
+			k = split("MANIFEST.json payload.env shim.env profile.json LaunchAgent.plist bin/run-with-shim bin/lume-metal-probe", req, " ")
+			for (i = 1; i <= k; i++) if (!(req[i] in have)) miss = miss req[i] " "
+			if (miss != "") print "missing " miss
+			if (unrec != "") print "unrecorded " substr(unrec, 1, length(unrec) - 1)
+			if (ph) print "placeholder"
+		}' "$fresh/MANIFEST.json" "$fresh/SHA256SUMS")
+	! finding malformed || fail "SHA256SUMS has a malformed line"
+	if finding missing; then fail "payload does not list ${f_out}in SHA256SUMS"; fi
+	if ! drift=$(release_drift "$fresh"); then
+		fail "payload files do not match SHA256SUMS: $(printf '%s' "$drift" | tr '\n' ' ')"
+	fi
+	if finding unrecorded; then fail "MANIFEST.json does not record the SHA-256 of $f_out"; fi
+}
+check_files
 label_of "$fresh" || fail "payload.env has no valid LUME_METAL_LABEL"
 label=$lbl
 env_get "$fresh/payload.env" LUME_METAL_TARGET || fail "payload.env has no valid LUME_METAL_TARGET"
@@ -245,7 +277,16 @@ else
 fi
 
 # 6. Validation: the probe stock, then shimmed against the profile.
-if [ "$validate" -eq 1 ]; then
+# stock_probe: the probe without the shim into $work/stock.json; with --stock-file, the answer
+# recorded for this image version instead (it must still be a JSON object).
+stock_probe() {
+	if [ -n "$stock_file" ]; then
+		jfile "$stock_file"
+		stock_json=$j_out
+		[ "$stock_json" != null ] || fail "--stock-file $stock_file holds no JSON object"
+		printf '%s\n' "$stock_json" >"$work/stock.json" || fail "cannot write $work/stock.json (full disk?)"
+		return 0
+	fi
 	(
 		unset DYLD_INSERT_LIBRARIES LD_PRELOAD LUME_METAL_APPLE_FAMILY_MAX \
 			LUME_METAL_MAX_THREADGROUP_MEMORY LUME_METAL_RECOMMENDED_WORKING_SET_SIZE LUME_METAL_PROCESSES
@@ -257,6 +298,9 @@ if [ "$validate" -eq 1 ]; then
 	if [ "$rc" -ne 0 ] || [ "$stock_json" = null ]; then
 		fail "stock probe failed (exit $rc): $(tail -n 3 "$work/stock.err" | tr '\n' ' ')"
 	fi
+}
+if [ "$validate" -eq 1 ]; then
+	stock_probe
 	"$R/bin/run-with-shim" "$R/bin/lume-metal-probe" --expect "$R/profile.json" --stock "$work/stock.json" \
 		>"$work/shimmed.json" 2>"$work/shimmed.err"
 	rc=$?

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deploy_exec.h"
 #include "deploy_int.h"
 #include "identity.h"
 #include "image.h"
@@ -14,10 +15,6 @@
 #include "validate.h"
 
 /* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
-static const char install_script[] =
-    "tar -xzOf \"$1\" bin/common.sh bin/install.sh | sh -s -- --payload \"$1\" --sha256 \"$2\"; rc=$?; rm -f \"$1\"\n"
-    /* uploads of earlier runs that died mid-transfer; a live one is never 10 minutes old */
-    "find \"${1%/*}\" -name '.*.part.*' -mmin +10 -exec rm -f {} + 2>/dev/null; exit $rc";
 static const char probe_script[] =
     /* a payload for another target cannot run here: say so, not "Exec format error" */
     "case $(uname -s) in Darwin) t=macos ;; *) t=linux-sim ;; esac\n"
@@ -147,17 +144,18 @@ key_for(vm_session *s, const guest_target *t, const deploy_opts *o)
 
 static void add_facts(cJSON *r, const vm_session *s);
 
-/* Connects and reads the guest's facts into s, and adds them and the key to r. On failure r
- * has the state and the reason, and s holds nothing. */
+/* Connects and reads the guest's facts into s, and adds them and the key to r; with x, on the
+ * one exec of a deploy (deploy_exec.h), which *x then holds open. On failure r has the state and
+ * the reason, and s holds nothing. */
 static int
-vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
+vm_open_x(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o, deploy_exec **x)
 {
 	char msg[LM_ERRLEN];
 
 	memset(s, 0, sizeof *s);
 	if ((s->c = connect_vm(r, t, o)) == NULL)
 		return LM_EFAIL;
-	if (guest_facts_read(&s->f, s->c, msg) != LM_OK) {
+	if ((x ? deploy_exec_open(x, s->c, o->info->sha256, o->force, &s->f, msg) : guest_facts_read(&s->f, s->c, msg)) != LM_OK) {
 		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 		ssh_close(s->c);
 		s->c = NULL;
@@ -166,6 +164,12 @@ vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
 	s->key = key_for(s, t, o);
 	add_facts(r, s);
 	return LM_OK;
+}
+
+static int
+vm_open(vm_session *s, cJSON *r, guest_target *t, const deploy_opts *o)
+{
+	return vm_open_x(s, r, t, o, NULL);
 }
 
 /* Ends the session; r gets "sshExecs", the channels the operation opened. */
@@ -259,22 +263,6 @@ upload_to(cJSON *r, ssh_conn *c, const deploy_opts *o, const char *dir, const ch
 	if (rc != LM_OK)
 		set_state(r, strstr(err, "timed out") ? "timeout" : "failed", err);
 	return rc;
-}
-
-/* Uploads the payload into the guest's staging directory (made when missing) as
- * <sha>.tar.gz; path gets it. */
-static int
-upload(cJSON *r, ssh_conn *c, const guest_facts *f, const deploy_opts *o, char *path, size_t plen)
-{
-	char dir[4096], name[80];
-
-	snprintf(name, sizeof name, "%s.tar.gz", o->info->sha256);
-	if (lm_fmt(dir, sizeof dir, "%s/Library/Application Support/lume-metal/staging", f->home) < 0 ||
-	    lm_fmt(path, plen, "%s/%s", dir, name) < 0) {
-		set_state(r, "failed", "the guest's HOME is too long");
-		return LM_EFAIL;
-	}
-	return upload_to(r, c, o, dir, name);
 }
 
 static cJSON *
@@ -411,6 +399,22 @@ reconcile(cJSON *r, vm_session *s, const guest_target *t, const deploy_opts *o)
 	cJSON_Delete(res);
 }
 
+/* The stock probe's answer last recorded for this image version (last: the key's last deploy or
+ * golden record), when it passed with this very payload and profile and --force does not ask
+ * for a full validation; else NULL. Borrowed from last. */
+static const cJSON *
+stock_recorded(const cJSON *last, const deploy_opts *o)
+{
+	const cJSON *stock = last ? cJSON_GetObjectItemCaseSensitive(last, "stock") : NULL;
+
+	if (o->force || stock == NULL || strcmp(str_of(last, "verdict"), "pass") != 0 ||
+	    strcmp(str_of(last, "payloadSha256"), o->info->sha256) != 0 ||
+	    strcmp(str_of(last, "profile"), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(stock, "device")))
+		return NULL;
+	return stock;
+}
+
 /* --dry-run's plan for one VM: the current release (or null), the new one, and what would
  * happen: "install", "unchanged" or "refused" (the state's message says why). */
 static void
@@ -428,15 +432,17 @@ int
 deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 {
 	cJSON *r = result_new(t, "failed"), *last = NULL, *res = NULL, *rec;
+	deploy_exec *x = NULL;
 	vm_session s;
-	const cJSON *v;
-	char path[4096], msg[LM_ERRLEN];
-	int code = 0, recorded = 0;
+	const cJSON *v, *known;
+	char msg[LM_ERRLEN];
+	int code = 0, recorded = 0, rc;
+	uint64_t sent = 0;
 
 	(void)err;
 	*out = r;
 	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
-	if (vm_open(&s, r, t, o) != LM_OK)
+	if (vm_open_x(&s, r, t, o, &x) != LM_OK)
 		return LM_OK;
 	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
 		set_state(r, "failed", msg);
@@ -459,6 +465,8 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
 		set_state(r, "unchanged", "this payload is already current");
 		cJSON_AddNumberToObject(r, "bytesSent", 0);
+		deploy_exec_skip(x);
+		x = NULL;
 		if (o->dry_run)
 			plan_data(r, &s, o, "unchanged");
 		else if (!recorded_for(o, s.key, t, last))
@@ -481,15 +489,16 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
 		goto done;
 	}
-	if (upload(r, s.c, &s.f, o, path, sizeof path) != LM_OK)
+	/* This image version's stock answer is recorded with this payload and profile: the guest
+	 * runs only the shimmed probe, against it. */
+	if ((known = stock_recorded(last, o)) != NULL)
+		cJSON_AddStringToObject(r, "stockProbe", "recorded");
+	rc = deploy_exec_install(x, o->payload, known, &sent, &res, &code, msg);
+	x = NULL;
+	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
+	if (rc != LM_OK) {
+		set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 		goto done;
-	{
-		const char *a[] = {"sh", "-c", install_script, "sh", path, o->info->sha256, NULL};
-
-		if (guest_run_json(&res, &code, s.c, a, NULL, msg) != LM_OK) {
-			set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
-			goto done;
-		}
 	}
 	cJSON_AddItemToObject(r, "install", res);
 	{
@@ -518,11 +527,14 @@ deploy_one(cJSON **out, guest_target *t, const deploy_opts *o, char *err)
 			record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
 			if (o->force)
 				cJSON_AddTrueToObject(rec, "forced");
+			if (stock_recorded(last, o) != NULL)
+				cJSON_AddTrueToObject(rec, "stockRecorded");
 			record(r, o, s.key, rec);
 			cJSON_Delete(rec);
 		}
 	}
 done:
+	deploy_exec_skip(x);
 	cJSON_Delete(last);
 	vm_close(&s, r);
 	return LM_OK;

@@ -330,13 +330,42 @@ release_sha(char *path)
 	return out;
 }
 
+const char *
+guest_facts_script(void)
+{
+	return facts_script;
+}
+
+int
+guest_facts_parse(guest_facts *f, const char *text, char *err)
+{
+	char *img;
+
+	memset(f, 0, sizeof *f);
+	f->home = take(text, "home=");
+	f->os = take(text, "kern.osproductversion:");
+	f->build = take(text, "kern.osversion:");
+	f->model = take(text, "hw.model:");
+	f->chip = take(text, "machdep.cpu.brand_string:");
+	f->current = release_sha(take(text, "current="));
+	f->previous = release_sha(take(text, "previous="));
+	if ((img = take(text, "image=")) != NULL) {
+		f->image = cJSON_Parse(img);
+		free(img);
+	}
+	if (f->home == NULL || f->home[0] != '/' || f->os == NULL) {
+		guest_facts_clear(f);
+		return lm_err(err, LM_EFAIL, "the guest did not say its HOME and macOS version (is it macOS?)");
+	}
+	return LM_OK;
+}
+
 int
 guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 {
 	static const char *const argv[] = {"sh", "-s", NULL};
 	ssh_result r;
 	lm_buf cmd = {0};
-	char *img;
 	int rc;
 
 	memset(f, 0, sizeof *f);
@@ -347,24 +376,9 @@ guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 	if (rc == LM_OK && r.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "reading the guest's facts exited %d: %.200s", r.exit_code,
 		    r.err.data ? r.err.data : "");
-	if (rc == LM_OK) {
-		f->home = take(r.out.data, "home=");
-		f->os = take(r.out.data, "kern.osproductversion:");
-		f->build = take(r.out.data, "kern.osversion:");
-		f->model = take(r.out.data, "hw.model:");
-		f->chip = take(r.out.data, "machdep.cpu.brand_string:");
-		f->current = release_sha(take(r.out.data, "current="));
-		f->previous = release_sha(take(r.out.data, "previous="));
-		if ((img = take(r.out.data, "image=")) != NULL) {
-			f->image = cJSON_Parse(img);
-			free(img);
-		}
-		if (f->home == NULL || f->home[0] != '/' || f->os == NULL)
-			rc = lm_err(err, LM_EFAIL, "the guest did not say its HOME and macOS version (is it macOS?)");
-	}
+	if (rc == LM_OK)
+		rc = guest_facts_parse(f, r.out.data ? r.out.data : "", err);
 	ssh_result_free(&r);
-	if (rc != LM_OK)
-		guest_facts_clear(f);
 	return rc;
 }
 
@@ -382,12 +396,29 @@ guest_facts_clear(guest_facts *f)
 	memset(f, 0, sizeof *f);
 }
 
+cJSON *
+guest_json_result(const char *text)
+{
+	const char *last = NULL;
+	cJSON *j;
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (*p == '{')
+			last = p;
+	if (last == NULL || (j = cJSON_ParseWithOpts(last, NULL, 0)) == NULL)
+		return NULL;
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
 int
 guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in, char *err)
 {
 	lm_buf cmd = {0};
 	ssh_result r;
-	char *last = NULL;
 	int rc;
 
 	*out = NULL;
@@ -398,15 +429,9 @@ guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, con
 	if (rc != LM_OK)
 		goto done;
 	*code = r.exit_code;
-	for (char *p = r.out.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (*p == '{')
-			last = p;
-	if (last == NULL || (*out = cJSON_ParseWithOpts(last, NULL, 0)) == NULL || !cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
+	if ((*out = guest_json_result(r.out.data)) == NULL)
 		rc = lm_err(err, LM_EFAIL, "%s printed no JSON result (exit %d): %.300s", argv[1] ? argv[1] : argv[0],
 		    r.exit_code, r.err.data ? r.err.data : "");
-	}
 done:
 	ssh_result_free(&r);
 	return rc;

@@ -84,8 +84,16 @@ int guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *bas
     int wait_s, char *err);
 
 int guest_facts_read(guest_facts *f, ssh_conn *c, char *err);
+/* The fixed sh script guest_facts_read runs (static text), for a caller that runs it in a
+ * larger script of its own (deploy's one exec), and the parser of what it prints: on LM_OK f
+ * holds the facts (guest_facts_clear), on failure nothing. */
+const char *guest_facts_script(void);
+int guest_facts_parse(guest_facts *f, const char *text, char *err);
 void guest_facts_clear(guest_facts *f);
 
+/* The JSON object on the last line of text (a guest script's stdout; NULL: none) that starts
+ * with '{', or NULL when there is none or it is not an object. Caller frees. */
+cJSON *guest_json_result(const char *text);
 /* Runs argv in the guest. On LM_OK *out (caller frees) is the JSON object on the last
  * non-empty line of stdout, whatever the exit code, which goes to *code. */
 int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,

@@ -996,45 +996,125 @@ ssh_result_free(ssh_result *r)
 	lm_buf_free(&r->err);
 }
 
-int
-ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+/* Opens local for an upload and gives a read buffer (*buf, UPLOAD_CHUNK bytes, the caller's):
+ * the descriptor, or an LM_* error (a lack of descriptors noted: ssh_nofds_note). */
+static int
+upload_open(const char *local, char **buf, char *err)
 {
-	LIBSSH2_CHANNEL *ch = NULL;
-	char buf[16384], *sig = NULL;
-	size_t siglen = 0;
+	int fd;
+
+	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			ssh_nofds_note();
+		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
+	}
+	if ((*buf = malloc(UPLOAD_CHUNK)) == NULL) {
+		close(fd);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	return fd;
+}
+
+struct ssh_chan {
+	ssh_conn *c;
+	LIBSSH2_CHANNEL *ch;
+	ssh_result r;
+	int eof_sent;
+};
+
+int
+ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err)
+{
+	ssh_chan *h;
+
+	*out = NULL;
+	if ((h = calloc(1, sizeof *h)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	h->c = c;
+	h->r.exit_code = -1;
+	if (!time_left(c) || (h->ch = libssh2_channel_open_session(c->s)) == NULL) {
+		lm_err(err, LM_EFAIL, "%s: cannot open a channel: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
+		ssh_chan_free(h);
+		return LM_EFAIL;
+	}
+	c->execs++;
+	if (libssh2_channel_exec(h->ch, cmd) != 0) {
+		lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
+		ssh_chan_free(h);
+		return LM_EFAIL;
+	}
+	*out = h;
+	return LM_OK;
+}
+
+void
+ssh_chan_free(ssh_chan *h)
+{
+	if (h == NULL)
+		return;
+	libssh2_session_set_blocking(h->c->s, 1);
+	if (h->ch != NULL)
+		libssh2_channel_free(h->ch);
+	ssh_result_free(&h->r);
+	free(h);
+}
+
+int
+ssh_chan_write(ssh_chan *h, const void *in, size_t inlen, char *err)
+{
+	ssh_conn *c = h->c;
+	ssize_t n;
+
+	for (size_t off = 0; off < inlen; off += (size_t)n)
+		if (!time_left(c) || (n = libssh2_channel_write(h->ch, (const char *)in + off, inlen - off)) < 0) {
+			/* Cleaning up after a dead guest must not take another whole timeout. */
+			libssh2_session_set_timeout(c->s, 1000);
+			return lm_err(err, LM_EFAIL, "%s: writing the command's input: %s", c->where,
+			    time_left(c) ? sess_err(c) : "timed out");
+		}
+	return LM_OK;
+}
+
+int
+ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err)
+{
+	char *buf;
+	ssize_t n;
+	int fd, rc = LM_OK;
+
+	*sent = 0;
+	if ((fd = upload_open(local, &buf, err)) < 0)
+		return fd;
+	while (rc == LM_OK && (n = read(fd, buf, UPLOAD_CHUNK)) > 0)
+		if ((rc = ssh_chan_write(h, buf, (size_t)n, err)) == LM_OK)
+			*sent += (uint64_t)n;
+	if (rc == LM_OK && n < 0)
+		rc = lm_err(err, LM_EFAIL, "%s: read: %s", local, strerror(errno));
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* Reads both streams into h->r, without blocking on either (they share one window, so a
+ * chatty stderr cannot stall stdout), until the command's EOF, or with mark until stdout
+ * holds a line equal to mark. Bounded by SSH_EXEC_OUT_MAX and SSH_EXEC_ERR_MAX. */
+static int
+chan_pump(ssh_chan *h, const char *mark, char *err)
+{
+	ssh_conn *c = h->c;
+	size_t mlen = mark ? strlen(mark) : 0;
+	char buf[16384];
 	ssize_t n;
 	int rc = LM_OK;
 
-	memset(r, 0, sizeof *r);
-	r->exit_code = -1;
-	if (!time_left(c) || (ch = libssh2_channel_open_session(c->s)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "%s: cannot open a channel: %s", c->where,
-		    time_left(c) ? sess_err(c) : "timed out");
-		goto done;
-	}
-	c->execs++;
-	if (libssh2_channel_exec(ch, cmd) != 0) {
-		rc = lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
-		goto done;
-	}
-	for (size_t off = 0; off < inlen; off += (size_t)n) {
-		if (!time_left(c) || (n = libssh2_channel_write(ch, (const char *)in + off, inlen - off)) < 0) {
-			rc = lm_err(err, LM_EFAIL, "%s: writing the command's input: %s", c->where,
-			    time_left(c) ? sess_err(c) : "timed out");
-			goto done;
-		}
-	}
-	libssh2_channel_send_eof(ch);
-	/* Both streams share one window: read them alternately, without blocking, so that a
-	 * chatty stderr cannot stall stdout. */
 	libssh2_session_set_blocking(c->s, 0);
 	for (;;) {
-		int got = 0, eof = libssh2_channel_eof(ch); /* before reading: data that came with EOF is read */
+		int got = 0, eof = libssh2_channel_eof(h->ch); /* before reading: data that came with EOF is read */
 
 		for (int stream = 0; stream <= SSH_EXTENDED_DATA_STDERR; stream += SSH_EXTENDED_DATA_STDERR) {
-			lm_buf *b = stream ? &r->err : &r->out;
+			lm_buf *b = stream ? &h->r.err : &h->r.out;
 
-			while ((n = libssh2_channel_read_ex(ch, stream, buf, sizeof buf)) > 0) {
+			while ((n = libssh2_channel_read_ex(h->ch, stream, buf, sizeof buf)) > 0) {
 				size_t max = stream ? SSH_EXEC_ERR_MAX : SSH_EXEC_OUT_MAX;
 
 				got = 1;
@@ -1053,24 +1133,18 @@ ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result 
 				goto done;
 			}
 		}
+		if (mark && h->r.out.len > mlen) {
+			const char *o = h->r.out.data, *e = o + h->r.out.len - mlen - 1;
+
+			if (memcmp(e, mark, mlen) == 0 && e[mlen] == '\n' && (e == o || e[-1] == '\n'))
+				break; /* the mark ends what was printed (the guest says nothing until it is answered) */
+		}
 		if (eof)
 			break;
 		/* The reads may have taken EOF off the socket: look again before sleeping on it. */
-		if (!got && !libssh2_channel_eof(ch) && (rc = wait_socket(c, err)) != LM_OK)
+		if (!got && !libssh2_channel_eof(h->ch) && (rc = wait_socket(c, err)) != LM_OK)
 			goto done;
 	}
-	libssh2_session_set_blocking(c->s, 1);
-	if (libssh2_channel_close(ch) != 0 || libssh2_channel_wait_closed(ch) != 0) {
-		rc = lm_err(err, LM_EFAIL, "%s: the channel did not close cleanly: %s", c->where, sess_err(c));
-		goto done;
-	}
-	/* get_exit_status answers 0 when there is none: look for a signal first. */
-	if (libssh2_channel_get_exit_signal(ch, &sig, &siglen, NULL, NULL, NULL, NULL) == 0 && sig != NULL) {
-		snprintf(r->signal, sizeof r->signal, "%.*s", (int)siglen, sig);
-		rc = lm_err(err, LM_EFAIL, "%s: the remote command was killed by SIG%s", c->where, r->signal);
-	} else
-		r->exit_code = libssh2_channel_get_exit_status(ch);
-	libssh2_free(c->s, sig);
 	goto done;
 capped:
 	/* The rest is not read: freeing the channel closes it, and what the guest sent meanwhile is at
@@ -1078,11 +1152,65 @@ capped:
 	libssh2_session_set_timeout(c->s, 1000);
 done:
 	libssh2_session_set_blocking(c->s, 1);
-	if (ch != NULL)
-		libssh2_channel_free(ch);
-	if (rc != LM_OK)
-		ssh_result_free(r); /* nothing for a caller to free or leak after a failure */
 	return rc;
+}
+
+int
+ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err)
+{
+	int rc = chan_pump(h, mark, err);
+
+	*out = h->r.out.data ? h->r.out.data : "";
+	return rc;
+}
+
+int
+ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err)
+{
+	ssh_conn *c = h->c;
+	char *sig = NULL;
+	size_t siglen = 0;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	r->exit_code = -1;
+	libssh2_channel_send_eof(h->ch);
+	if ((rc = chan_pump(h, NULL, err)) != LM_OK)
+		goto done;
+	if (libssh2_channel_close(h->ch) != 0 || libssh2_channel_wait_closed(h->ch) != 0) {
+		rc = lm_err(err, LM_EFAIL, "%s: the channel did not close cleanly: %s", c->where, sess_err(c));
+		goto done;
+	}
+	/* get_exit_status answers 0 when there is none: look for a signal first. */
+	if (libssh2_channel_get_exit_signal(h->ch, &sig, &siglen, NULL, NULL, NULL, NULL) == 0 && sig != NULL) {
+		snprintf(r->signal, sizeof r->signal, "%.*s", (int)siglen, sig);
+		rc = lm_err(err, LM_EFAIL, "%s: the remote command was killed by SIG%s", c->where, r->signal);
+	} else {
+		*r = h->r; /* the output moves to r */
+		memset(&h->r, 0, sizeof h->r);
+		r->exit_code = libssh2_channel_get_exit_status(h->ch);
+	}
+	libssh2_free(c->s, sig);
+done:
+	ssh_chan_free(h);
+	return rc;
+}
+
+int
+ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+{
+	ssh_chan *h;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	r->exit_code = -1;
+	if ((rc = ssh_chan_open(&h, c, cmd, err)) != LM_OK)
+		return rc;
+	if ((rc = ssh_chan_write(h, in, inlen, err)) != LM_OK) {
+		ssh_chan_free(h);
+		return rc;
+	}
+	return ssh_chan_finish(h, r, err);
 }
 
 /* mkdir -p over SFTP of the first len bytes of path: a directory once this returns 0. One
@@ -1119,15 +1247,8 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 	if (lm_fmt(tmp, sizeof tmp, "%s/.%s.part.%ld", dir, name, (long)getpid()) < 0 ||
 	    lm_fmt(dst, sizeof dst, "%s/%s", dir, name) < 0)
 		return lm_err(err, LM_EINPUT, "%s: remote path too long", name);
-	if ((fd = open(local, O_RDONLY | O_CLOEXEC)) < 0) {
-		if (errno == EMFILE || errno == ENFILE)
-			ssh_nofds_note();
-		return lm_err(err, LM_EINPUT, "%s: %s", local, strerror(errno));
-	}
-	if ((buf = malloc(UPLOAD_CHUNK)) == NULL) {
-		close(fd);
-		return lm_err(err, LM_EFAIL, "out of memory");
-	}
+	if ((fd = upload_open(local, &buf, err)) < 0)
+		return fd;
 	if (!time_left(c) || (sftp = libssh2_sftp_init(c->s)) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: cannot start SFTP: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
 		goto done;

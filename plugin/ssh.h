@@ -107,11 +107,33 @@ void ssh_result_free(ssh_result *r);
  * caller frees r only after LM_OK. */
 int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
+/* One exec channel driven step by step, for a command that answers before it is given its
+ * input (deploy's one exec, deploy_exec.h): open, read up to a mark line, write, finish.
+ * Everything it reads is bounded as ssh_exec's is, and bounded by the connection's deadline.
+ * ssh_exec is open, write, finish. */
+typedef struct ssh_chan ssh_chan;
+/* Opens a channel and runs cmd (built by ssh_quote_argv); *out belongs to the caller, freed
+ * by ssh_chan_finish or ssh_chan_free. */
+int ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err);
+/* Reads until what the command printed on stdout ends in the line mark ("MARK\n"), or the
+ * command ends (EOF: *out then holds no mark); *out is all of stdout so far (owned by h,
+ * NUL-terminated, valid until the next call on h). */
+int ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err);
+/* Writes to the command's stdin; ssh_chan_write_file the whole of local, *sent the bytes. */
+int ssh_chan_write(ssh_chan *h, const void *in, size_t inlen, char *err);
+int ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err);
+/* Sends EOF, reads the rest, and gives everything the command printed (from the start) and its
+ * exit status in r, as ssh_exec does (LM_EFAIL: r holds nothing to free). Frees h. */
+int ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err);
+/* Closes the channel without waiting for the command (which gets EOF and EPIPE); NULL is fine. */
+void ssh_chan_free(ssh_chan *h);
+
 /* Uploads local to remote_dir/name (an absolute path; ssh_upload makes remote_dir and its
  * missing parents, mode 0755, over SFTP, without an exec): written under a temporary name
  * ".NAME.part.PID", then renamed over NAME. *sent gets the bytes sent. SFTP fsyncs the file
  * (fsync@openssh.com) and renames it (an existing NAME, a stale copy of the same upload, is
- * unlinked first: OpenSSH's SFTP v3 rename never replaces); deploy uses it.
+ * unlinked first: OpenSSH's SFTP v3 rename never replaces); probe and validate use it (deploy
+ * sends the payload on its one exec's stdin: deploy_exec.h).
  * SCP has neither, so ssh_upload_scp renames with mv over exec; it is kept for comparison
  * (scripts/bench-upload). */
 int ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const char *name,

@@ -7,6 +7,8 @@
 #       spaces and quotes); --env K=V more environment (e.g. LUME_METAL_SIM_* for the simulated
 #       device); --sftp-limit BLOCKS runs the SFTP server under `ulimit -f BLOCKS`, so an upload
 #       larger than that kills it mid-transfer (SIGXFSZ), as a guest dying during upload;
+#       --fsize-limit BLOCKS runs every session command under `ulimit -f BLOCKS` (ForceCommand), so
+#       a payload written on an exec's stdin dies the same way;
 #       --path DIR puts DIR first on PATH (a "Mac host" gets the simulated lume this way);
 #       --loglevel LEVEL sets sshd's LogLevel (default ERROR) for DIR/sshd.log;
 #       --keytype TYPE serves only a host key of that type (ssh-keygen -t: ed25519, the default,
@@ -29,7 +31,7 @@ start) ;;
 esac
 addr=$3 port=$4
 shift 4
-password=no rekey=no home=$dir/home env="" sftp=internal-sftp path="" loglevel=ERROR keytype=ed25519
+password=no rekey=no home=$dir/home env="" sftp=internal-sftp path="" loglevel=ERROR keytype=ed25519 force=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--password) password=yes ;;
@@ -43,6 +45,12 @@ while [ $# -gt 0 ]; do
 		printf '#!/bin/sh\nulimit -f %s\nexec /usr/lib/openssh/sftp-server\n' "$2" >"$dir/sftp-limited"
 		chmod +x "$dir/sftp-limited"
 		sftp=$dir/sftp-limited
+		shift ;;
+	--fsize-limit)
+		# shellcheck disable=SC2016 # $SSH_ORIGINAL_COMMAND is the wrapper's
+		printf '#!/bin/sh\nulimit -f %s\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n' "$2" >"$dir/exec-limited"
+		chmod +x "$dir/exec-limited"
+		force="ForceCommand $dir/exec-limited"
 		shift ;;
 	*) echo "sshd.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -72,6 +80,7 @@ SetEnv "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/
 Subsystem sftp $sftp
 LogLevel $loglevel
 MaxStartups 100
+$force
 CONF
 /usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"
 # sshd writes its pid file once it listens.

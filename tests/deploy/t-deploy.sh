@@ -33,7 +33,9 @@ check_grep "... where the shim showed Apple9" '"Apple9":true,"Apple10":false' "$
 check "... current is the payload" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
 check "... the LaunchAgent is in place" test -f "$T/g/tahoe-1/home/Library/LaunchAgents/com.trycua.lume-metal.llama-server.plist"
 check_grep "... and the process launchd runs has the shim active (install.sh confirmed it)" '"process":\{"pid":[0-9]+,"shimActive":true,"shim":\{"pid":[0-9]+,"process":"llama-server","active":true' "$T/deploy1"
-check "... and the staged upload is gone" sh -c '! ls "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
+check "... and the staged upload is gone" sh -c '! ls -A "$1/staging" | grep -q tar.gz' - "$(root tahoe-1)"
+check_grep "... in one exec (facts, upload and install on one channel)" '"sshExecs":1}$' "$T/deploy1"
+check "... running the stock probe (no record of this image version yet)" sh -c '! grep -q stockProbe "$1"' - "$T/deploy1"
 check_rc "status in text" 0 lm status tahoe-1
 check_grep "... shows the release, the service with its pid, the shim, the verdict and drift" \
 	"^tahoe-1 +ok +current ${A%"${A#????????????}"}, previous none; service running, pid [0-9]+, shim active in it; shim set by its LaunchAgent; image verdict pass; drift none\$" "$T/.out"
@@ -47,14 +49,19 @@ check_rc "a changed file in the release: status exits 1" 1 lm status tahoe-1 --j
 check_grep "... as drift, naming the file" '"state":"drift".*"drift":\["profile.json"' "$T/.out"
 check_rc "deploy --force reinstalls the current payload" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --force --json
 check_grep "... sending it again" '"bytesSent":[1-9]' "$T/.out"
+check "... validating in full (no recorded stock answer)" sh -c '! grep -q stockProbe "$1"' - "$T/.out"
 check_rc "... and status is ok again" 0 lm status tahoe-1 --json
 check_grep "... with no drift" '"state":"ok"' "$T/.out"
 check_rc "the same deploy again" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
 check_grep "... is unchanged" '"state":"unchanged"' "$T/.out"
 check_grep "... and sends no payload bytes" '"bytesSent":0' "$T/.out"
+check_grep "... in one exec" '"sshExecs":1}$' "$T/.out"
 mv "$(root tahoe-1)/releases/$A" "$T/moved-release"
 check_rc "current names a release that is gone: deploy" 0 lm deploy tahoe-1 --payload "$T/a.tar.gz" --json
 check_grep "... installs it again, not unchanged" '"state":"deployed".*"bytesSent":[1-9]' "$T/.out"
+check_grep "... taking the stock answer this image version has on record with this payload" '"stockProbe":"recorded".*"stock":\{"probe":"lume-metal-probe".*"shimmed":\{.*"expect":\{[^}]*"pass":true' "$T/.out"
+"$LM" ledger --state "$T/state" show --json >"$T/ledger.json" 2>&1
+check_grep "... and its record says so" '"stockRecorded":true' "$T/ledger.json"
 check "... and current is whole" test -f "$(root tahoe-1)/current/MANIFEST.json"
 
 check_rc "a second payload" 0 lm deploy tahoe-1 --payload "$T/b.tar.gz"
