@@ -44,12 +44,15 @@ probe_answers() {
 		"$(obj "$T/probe" .pass)"
 }
 
-{ printf 'd\n0'; facts; printf '%s0%s0' "$RS" "$RS"; obj "$T/deploy" .install; } >"$D/real-deploy"
+# A deploy is one exec (deploy_exec.c): its facts, the mark, then install.sh's answer on the same
+# channel; its exit status is the install's.
+MARK=lume-metal:facts-end
+{ printf 'd\n0'; facts; echo "$MARK"; obj "$T/deploy" .install; } >"$D/real-deploy"
 { printf 'd\n0'; facts "$fuzz_sha"; } >"$D/real-deploy-unchanged"
 { printf 'n\n0'; facts; } >"$D/real-deploy-dry-run"
 # install.sh's answer when the shim failed validation (stock probed, result failed), then a
 # second deploy of the same image: refused by the ledger's verdict.
-{ printf 'dd\n0'; facts; printf '%s0%s1' "$RS" "$RS"; obj "$T/deploy" -c \
+{ printf 'dd\n1'; facts; echo "$MARK"; obj "$T/deploy" -c \
 	'.install | .result = "failed" | .reason = "validation failed: families.Apple9: expected true, got false"'
 	printf '%s0' "$RS"; facts; } >"$D/real-deploy-fail-refused"
 { printf 'p\n0'; facts; probe_answers; } >"$D/real-probe"

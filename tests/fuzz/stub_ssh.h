@@ -11,6 +11,7 @@
  * An empty answer is "0": exited 0, printed nothing.
  *
  * An upload uses only the status: "0" uploaded, anything else fails with stderr as the reason.
+ * A channel (ssh_chan_open) takes one answer when it opens; see stub_ssh.c.
  * Once the answers run out, every exec and upload fails as a lost connection would. */
 #ifndef LM_STUB_SSH_H
 #define LM_STUB_SSH_H
