@@ -107,9 +107,9 @@ check_rc "... and -u wins over it" 0 "$LM" inventory --hosts "$T/nouser.txt" -u 
 check_has "... there" '"ansible_user":"flagu"' "$T/.out"
 printf 'registry=r.example\norganization=acme\n' >"$CF"
 check_rc "golden --dry-run takes registry= and organization= of the config file" 0 "$LM" golden src img:tag --dry-run \
-	--target linux-sim --state "$T/state"
+	--model /m.gguf --target linux-sim --state "$T/state"
 check_has "... in the push" "img:tag --registry r.example --organization acme" "$T/.out"
-check_rc "... and --organization wins over it" 0 "$LM" golden src img:tag --dry-run --target linux-sim \
+check_rc "... and --organization wins over it" 0 "$LM" golden src img:tag --dry-run --model /m.gguf --target linux-sim \
 	--state "$T/state" --organization mine
 check_has "... there" "--registry r.example --organization mine" "$T/.out"
 rm -f "$CF"

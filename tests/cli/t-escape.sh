@@ -122,12 +122,14 @@ esac
 EOF
 chmod +x "$T/evil/tar"
 guest g2 127.0.0.243 --path "$T/evil" || exit 1
-"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
+# g2's workload needs no validate record: these views are what comes after the gate.
+unvalidated_datadir "$T/data"
+LUME_METAL_DATADIR=$T/data "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
 # H CMD ARGS...: lume-metal CMD on g2, as the harness reaches it.
 H() {
 	h_c=$1
 	shift
-	"$LM" "$h_c" g2 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
+	LUME_METAL_DATADIR=$T/data "$LM" "$h_c" g2 --lume "$TOP/tests/lume-sim/lume" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
 		--known-hosts "$T/known_hosts" --state "$T/state2" --accept-new "$@"
 }
 

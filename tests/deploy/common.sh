@@ -56,3 +56,16 @@ validated() {
 	shift
 	check_rc "$n" 0 lm validate --target linux-sim --model "$VMODEL" --timeout "$VTIMEOUT" "$@"
 }
+
+# unvalidated_datadir DIR: makes DIR a data folder of this tree's whose workloads require no
+# validate record (the gate is t-validate's), for tests about what a guest does after the gate:
+# use it as LUME_METAL_DATADIR for the build and the deploys.
+unvalidated_datadir() {
+	mkdir -p "$1/manifests/workloads"
+	for u_f in guest-payload build manifests/profiles manifests/schema manifests/texts; do
+		ln -s "$TOP/$u_f" "$1/$u_f"
+	done
+	for u_f in "$TOP/manifests/workloads/"*.json; do
+		sed 's/"requireValidation": *true/"requireValidation": false/' "$u_f" >"$1/manifests/workloads/${u_f##*/}"
+	done
+}

@@ -16,11 +16,7 @@ SD="$G/Library/Logs/lume-metal/com.trycua.lume-metal.llama-server.shim"
 # A data folder of this tree's, whose workloads include the ones made below; none requires a
 # validate record (the gate is t-validate's), so these deploys go straight to the guest.
 D=$T/data
-mkdir -p "$D/manifests/workloads"
-for f in guest-payload build manifests/profiles manifests/schema manifests/texts; do ln -s "$TOP/$f" "$D/$f"; done
-for f in "$TOP/manifests/workloads/"*.json; do
-	sed 's/"requireValidation": *true/"requireValidation": false/' "$f" >"$D/manifests/workloads/${f##*/}"
-done
+unvalidated_datadir "$D"
 LUME_METAL_DATADIR=$D
 export LUME_METAL_DATADIR
 check_rc "build the workload's payload" 0 "$LM" build --target linux-sim -o "$T/a.tar.gz"

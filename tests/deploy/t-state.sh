@@ -46,7 +46,8 @@ check "... before connecting" test ! -e "$T/kh-cfg"
 rm "$XDG_CONFIG_HOME/lume-metal/config"
 
 # A document that reads but does not parse: status says failed, naming it, not ok (exit 1).
-check_rc "deploy to s1 (a readable state)" 0 run st4 deploy "$T/st4" --payload "$T/a.tar.gz"
+check_rc "deploy to s1 (a readable state)" 0 run st4 deploy "$T/st4" --payload "$T/a.tar.gz" \
+	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 for f in "$T/st4/ledger/"*.json; do printf '{' >"$f"; done
 check_rc "status with its ledger document corrupt: exit 1" 1 run st4s status "$T/st4"
 check_grep "... state failed, not ok" '"state":"failed"' "$T/out-st4s"
