@@ -1105,7 +1105,7 @@ chan_pump(ssh_chan *h, const char *mark, char *err)
 	size_t mlen = mark ? strlen(mark) : 0;
 	char buf[16384];
 	ssize_t n;
-	int rc = LM_OK;
+	int rc = LM_OK, spun = 0;
 
 	libssh2_session_set_blocking(c->s, 0);
 	for (;;) {
@@ -1141,9 +1141,22 @@ chan_pump(ssh_chan *h, const char *mark, char *err)
 		}
 		if (eof)
 			break;
-		/* The reads may have taken EOF off the socket: look again before sleeping on it. */
-		if (!got && !libssh2_channel_eof(h->ch) && (rc = wait_socket(c, err)) != LM_OK)
-			goto done;
+		/* The reads may have taken EOF off the socket: look again before sleeping on it. A read
+		 * of one stream also takes the other stream's packets off the socket into libssh2's
+		 * queue: data queued so is read before sleeping (once: a packet of a stream nobody reads
+		 * must not spin), or the guest's last line waits in the queue for the deadline. */
+		if (!got && !libssh2_channel_eof(h->ch)) {
+			unsigned long queued = 0;
+
+			libssh2_channel_window_read_ex(h->ch, &queued, NULL);
+			if (queued > 0 && !spun) {
+				spun = 1;
+				continue;
+			}
+			if ((rc = wait_socket(c, err)) != LM_OK)
+				goto done;
+		}
+		spun = 0;
 	}
 	goto done;
 capped:

@@ -3,6 +3,7 @@
  * authentication (secret files), exec (exit codes, signals, quoting, both streams, the output
  * cap), SFTP upload, the deadline, and running out of file descriptors. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,11 +15,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libssh2.h>
+
 #include "ssh.h"
 #include "unit.h"
 #include "util.h"
 
 static char dir[] = "/tmp/lm-unit-ssh.XXXXXX";
+
+/* libssh2_channel_read_ex interposed (ssh.c's calls come here; the real one is next): with
+ * slow_stderr set, a read of stderr first waits 300 ms, so that stdout's packets reach the
+ * socket and that read takes them into libssh2's queue, as a busy controller's does by chance. */
+static int slow_stderr;
+ssize_t
+libssh2_channel_read_ex(LIBSSH2_CHANNEL *ch, int stream, char *buf, size_t len)
+{
+	static ssize_t (*real)(LIBSSH2_CHANNEL *, int, char *, size_t);
+
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "libssh2_channel_read_ex");
+	if (slow_stderr && stream == SSH_EXTENDED_DATA_STDERR)
+		usleep(300000);
+	return real(ch, stream, buf, len);
+}
 static char known[4200], key[4200], cmd[16384];
 static int port;
 
@@ -308,6 +327,21 @@ main(void)
 		rc = ssh_exec(c, "exit 3", NULL, 0, &r, err);
 		UNIT_OK(rc == LM_OK && r.exit_code == 3, "... and the session still runs commands %s", rc ? err : "");
 		ssh_result_free(&r);
+		{
+			ssh_chan *h = NULL;
+			const char *text = "";
+
+			slow_stderr = 1;
+			t0 = lm_now_ms();
+			rc = ssh_chan_open(&h, c, "sleep 0.1; echo lm-mark; read x", err);
+			if (rc == LM_OK)
+				rc = ssh_chan_read_until(h, "lm-mark", &text, err);
+			UNIT_OK(rc == LM_OK && strcmp(text, "lm-mark\n") == 0 && lm_now_ms() - t0 < 3000,
+			    "a mark line that a stderr read took off the socket is read at once (%lld ms) %s",
+			    (long long)(lm_now_ms() - t0), rc ? err : "");
+			ssh_chan_free(h);
+			slow_stderr = 0;
+		}
 
 		run("head -c 1048576 /dev/urandom > %s/blob", dir);
 		{
