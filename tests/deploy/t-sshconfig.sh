@@ -58,6 +58,11 @@ check_grep "--host ALIAS: HostName, User, Port, IdentityFile of ~/.ssh/config re
 	'"state":"(drift|ok)"' "$T/alias"
 check_has "its address is the HostName" '"address":"127.0.0.71"' "$T/alias"
 check "StrictHostKeyChecking accept-new added the key to its UserKnownHostsFile" grep -q 127.0.0.71 "$T/kh-cfg"
+"$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
+check_rc "deploy --host ALIAS: through the alias, validating its image version first" 0 env HOME="$T/home" \
+	LUME_METAL_SSH_CONFIG="$T/ssh_config" "$LM" deploy --host tahoe-cfg --lume /nonexistent --state "$T/state" \
+	--payload "$T/a.tar.gz" --validate-workload --model "$VMODEL" --timeout "$VTIMEOUT" --json
+check_grep "... deployed at the HostName" '"vm":"tahoe-cfg","state":"deployed".*"address":"127\.0\.0\.71"' "$T/.out"
 
 st user --host "nobody-here@tahoe-cfg"
 check_has "an explicit user@ wins over User" 'nobody-here@127.0.0.71' "$T/user"
