@@ -329,6 +329,13 @@ shim_state() {
 		;;
 	esac
 }
+# any_file DIR: DIR holds an entry (a glob: no process).
+any_file() {
+	for a_f in "$1"/*; do
+		[ -e "$a_f" ] && return 0
+	done
+	return 1
+}
 # confirm_job LABEL PLIST: after a bootstrap, waits (LUME_METAL_CONFIRM_TIMEOUT seconds, default
 # 60: llama-server creates its Metal device when it lists its backends, before the weights load,
 # so within a second or two; 60 s covers a cold start and ends within deploy's default --timeout
@@ -350,8 +357,16 @@ confirm_job() {
 	c_end=$(($(date +%s) + c_t))
 	c_s=${LUME_METAL_CONFIRM_SETTLE:-5}
 	case $c_s in '' | *[!0-9]* | ????*) c_s=5 ;; esac
-	c_settled=""
+	c_settled="" c_n=0
 	while :; do
+		# Until the shim has left a state file, launchctl is asked every 5th look (0.5 s, for an
+		# exit): the look at the folder is the shell's own glob, no process.
+		c_n=$((c_n + 1))
+		if [ -z "$c_settled" ] && [ $((c_n % 5)) -ne 1 ] && ! any_file "$sdir"; then
+			[ "$(date +%s)" -lt "$c_end" ] || c_n=0
+			sleep 0.1
+			continue
+		fi
 		job_info "$1"
 		[ "$s_loaded" -eq 1 ] || { c_err="gui/$uid/$1 is no longer loaded"; return 1; }
 		[ -z "$c_settled" ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
