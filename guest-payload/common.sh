@@ -359,12 +359,12 @@ confirm_job() {
 	case $c_s in '' | *[!0-9]* | ????*) c_s=5 ;; esac
 	c_settled="" c_n=0
 	while :; do
-		# Until the shim has left a state file, launchctl is asked every 5th look (0.5 s, for an
-		# exit): the look at the folder is the shell's own glob, no process.
+		# Until the shim has left a state file, launchctl (and the clock, for the wait's end) is
+		# asked every 5th look (1 s, for an exit): the looks between, 0.2 s apart, are the
+		# shell's own glob, so many installs waiting at once cost one sleep each a look.
 		c_n=$((c_n + 1))
 		if [ -z "$c_settled" ] && [ $((c_n % 5)) -ne 1 ] && ! any_file "$sdir"; then
-			[ "$(date +%s)" -lt "$c_end" ] || c_n=0
-			sleep 0.1
+			sleep 0.2
 			continue
 		fi
 		job_info "$1"
