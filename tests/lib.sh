@@ -37,3 +37,11 @@ check_has() {
 	if grep -Fq -- "$2" "$3"; then ok "$1"; else not_ok "$1 (no \"$2\" in $3)"; sed 's/^/#   /' "$3"; fi
 }
 t_done() { exit "$t_failed"; }
+
+# flip_byte FILE OFFSET: changes FILE's byte at OFFSET, to X, or to Y where it already is X (a
+# fixed X left a payload whose byte was X unchanged: its "tampered" copy installed).
+flip_byte() {
+	f_c=X
+	[ "$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null)" != X ] || f_c=Y
+	printf '%s' "$f_c" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}

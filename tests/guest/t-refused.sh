@@ -38,7 +38,7 @@ refused() {
 
 # A tampered payload: one byte changed, the host's SHA-256.
 cp "$T/a.tar.gz" "$T/tampered.tar.gz"
-printf 'X' | dd of="$T/tampered.tar.gz" bs=1 seek=200 conv=notrunc 2>/dev/null
+flip_byte "$T/tampered.tar.gz" 200
 install_from "$GOOD" "$T/o.json" "$T/tampered.tar.gz" "$A"
 refused "tampered payload" "$T/o.json" "SHA-256 is [0-9a-f]{64}, expected $A: the upload is tampered with or truncated"
 

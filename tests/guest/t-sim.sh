@@ -269,7 +269,7 @@ if [ -f "$DY" ]; then
 	check_grep "codesign -d --verbose: Signature=adhoc" '^Signature=adhoc$' "$T/e"
 	codesign -d "$T/shim.dylib" 2>"$T/e"
 	is_eq "codesign -d alone prints Executable only" "$(cat "$T/e")" "Executable=$T/shim.dylib"
-	printf 'X' | dd of="$T/shim.dylib" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	flip_byte "$T/shim.dylib" 1000
 	codesign --verify --strict "$T/shim.dylib" >"$T/o" 2>"$T/e"
 	is_eq "codesign --verify of the shim with one byte changed exits 1" $? 1
 	printf '%s: invalid signature (code or signature have been modified)\nIn architecture: arm64\n' "$T/shim.dylib" >"$T/e.want"

@@ -39,7 +39,7 @@ check "--verified: the release is intact" sh -c 'cd "$1/current" && sha256sum -c
 # The fast path only after the SHA-256: a tampered payload is refused all the same.
 guest tampered
 cp "$T/a.tar.gz" "$T/tampered.tar.gz"
-printf 'X' | dd of="$T/tampered.tar.gz" bs=1 seek=200 conv=notrunc 2>/dev/null
+flip_byte "$T/tampered.tar.gz" 200
 install_from "$T/.install.sh" "$T/o.json" "$T/tampered.tar.gz" "$A" --verified
 rc_is "--verified, tampered payload: refused (exit 1)" 1
 check_grep "--verified, tampered payload: says why" '"reason":"payload SHA-256 is [0-9a-f]{64}, expected' "$T/o.json"
