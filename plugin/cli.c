@@ -595,8 +595,9 @@ cli_one_vm(guest_target **out, cli_conn *c, const char *vm, deploy_opts *o, int 
 	return EXIT_OK;
 }
 
-int
-cli_state_check(const char *state, const char *cmd)
+/* --state that exists and is not a directory (or lies under a file): EXIT_USAGE, said so. */
+static int
+state_check(const char *state, const char *cmd)
 {
 	struct stat st;
 
@@ -662,7 +663,7 @@ cli_conn_ready(cli_conn *c, const char *cmd)
 		c->lume = v;
 	if ((v = cli_conn_setting(c, "parallel")) != NULL)
 		c->fleet.parallel = atoi(v); /* config_load checked it: 1..1024 */
-	return cli_state_check(c->state, cmd);
+	return state_check(c->state, cmd);
 }
 
 int

@@ -164,7 +164,7 @@ void cli_conn_init(cli_conn *c);
 /* After the flags: reads the config file (config_default_path) and takes each of its values
  * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
  * command reads registry and organization itself with cli_conn_setting), then checks --state
- * (cli_state_check). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
+ * (that it exists as a directory, if at all). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
  * EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
  * report and host, which take --state but no VM, call this instead. */
 int cli_conn_ready(cli_conn *c, const char *cmd);
@@ -176,15 +176,13 @@ int cli_state_readable(cli_conn *c, const char *cmd);
 const char *cli_conn_setting(const cli_conn *c, const char *key);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
 int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
-/* Checks the flags against the VM arguments, --state and --host (cli_state_check,
+/* Checks the flags against the VM arguments, --state and --host (cli_conn_ready,
  * cli_host_check); prints the reason and returns EXIT_USAGE. */
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
-/* Input errors cli_conn_check finds, for the commands that do not call it. Each prints the
- * reason and returns EXIT_USAGE, else EXIT_OK. --state that exists and is not a directory (or
- * lies under a file); --host naming a regular file that is a path, is no user@addr[:port], or
- * does not resolve (a hint at --hosts FILE). */
-int cli_state_check(const char *state, const char *cmd);
+/* An input error cli_conn_check finds, for the commands that do not call it: --host naming a
+ * regular file that is a path, is no user@addr[:port], or does not resolve (a hint at --hosts
+ * FILE). Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
 int cli_host_check(const char *spec, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
