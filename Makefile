@@ -40,9 +40,14 @@ PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-LIB_SRC  := $(filter-out plugin/main.c plugin/cli%.c plugin/cmd_%.c,$(wildcard plugin/*.c))
-CMD_SRC  := plugin/main.c $(wildcard plugin/cli*.c) $(wildcard plugin/cmd_*.c)
-HDRS     := $(wildcard plugin/*.h)
+# plugin/ in floors, each using only its own and the ones below (tests/install/t-layers.sh):
+# cmd/ (main, the CLI, one cmd_<name>.c per subcommand) over ops/ (the per-VM operations and
+# the fleet engine) over net/ (ssh, the guest, Lume, the registry, the Mac) over core/ (data:
+# payload, manifests, ledger, config). Includes name the floor: "core/ledger.h".
+LAYERS   := cmd ops net core
+LIB_SRC  := $(wildcard plugin/ops/*.c plugin/net/*.c plugin/core/*.c)
+CMD_SRC  := $(wildcard plugin/cmd/*.c)
+HDRS     := $(foreach l,$(LAYERS),$(wildcard plugin/$(l)/*.h))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 
@@ -57,14 +62,14 @@ deps-test:
 	sh scripts/deps.sh test
 
 plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
 
 # What the binary has compiled in besides its sources: rewritten when it changes, so a new
 # commit or PREFIX rebuilds what uses it (LM_COMMIT, LM_PKGDATADIR, LM_DATADIR).
 build/build-id: FORCE
 	@mkdir -p $(@D)
 	@[ "$$(cat $@ 2>/dev/null)" = '$(COMMIT) $(PKGDATADIR) $(CURDIR)' ] || echo '$(COMMIT) $(PKGDATADIR) $(CURDIR)' >$@
-plugin/lume-metal build/asan/obj/cli_version.o build/asan/obj/datadir.o: build/build-id
+plugin/lume-metal build/asan/obj/cmd/cli_version.o build/asan/obj/core/datadir.o: build/build-id
 
 # The same tool under ASan and UBSan, used by the shell tests, and the unit tests: each source
 # is compiled once under the sanitizers (build/asan/obj/) and linked into every binary.
@@ -73,7 +78,7 @@ ASAN_CMD := $(patsubst plugin/%.c,build/asan/obj/%.o,$(CMD_SRC))
 
 build/asan/obj/%.o: plugin/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -c -o $@ $<
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -c -o $@ $<
 
 build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS)
@@ -83,7 +88,7 @@ build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
 
 # test_cli compiles cli.c in (it is not in the library).
-build/tests/test_cli: plugin/cli.c
+build/tests/test_cli: plugin/cmd/cli.c
 
 build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
@@ -170,12 +175,12 @@ clean:
 
 # Fuzzing (tests/fuzz/README.md): one libFuzzer harness per parser, built with clang into
 # build/fuzz/fuzz-NAME; `make fuzz` runs each for FUZZ_SECONDS. Every harness links
-# tests/fuzz/stub_ssh.c in place of plugin/ssh.c. `make test` runs build/fuzz/regress, all the
+# tests/fuzz/stub_ssh.c in place of plugin/net/ssh.c. `make test` runs build/fuzz/regress, all the
 # harnesses under $(CC) with ASan and UBSan, over their corpora (tests/fuzz/t-regress.sh).
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 300
 FUZZ_CC      ?= clang
-FUZZ_LIB     := $(filter-out plugin/ssh.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
+FUZZ_LIB     := $(filter-out plugin/net/ssh.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
 FUZZ_HDRS    := $(HDRS) $(wildcard tests/fuzz/*.h)
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB))
 FUZZ_BIN     := $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_NAMES))

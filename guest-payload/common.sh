@@ -269,7 +269,7 @@ restore_agents() {
 	done
 }
 # shim_dir LABEL: sets sdir to where the shim in LABEL's job leaves its state, one file per pid
-# (the LaunchAgent's LUME_METAL_STATE_DIR, plugin/agent.h).
+# (the LaunchAgent's LUME_METAL_STATE_DIR, plugin/core/agent.h).
 shim_dir() { sdir="$LOGS/$1.shim"; }
 # plist_job PLIST: sets j_prog to the first ProgramArguments string of a rendered LaunchAgent
 # (XML entities decoded), j_err to its StandardErrorPath, and j_starts to 1 when RunAtLoad or

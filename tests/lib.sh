@@ -6,7 +6,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/lm-test.XXXXXX")
 LM=${LM:-$TOP/build/asan/lume-metal}
 # The tree's data, even where a copy is installed (installed data comes before the source tree).
 export LUME_METAL_DATADIR="${LUME_METAL_DATADIR:-$TOP}"
-# No test reads the user's own config file (lume-metal config, plugin/config.h).
+# No test reads the user's own config file (lume-metal config, plugin/core/config.h).
 export XDG_CONFIG_HOME="$T/xdg-config"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
 t_cleanups=""

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-fleet's guest side for the pssh and serial ways, sent on stdin: `sh -s -- SHA` after the
-# payload was copied to $HOME/SHA.tar.gz. The same guest work as lume-metal deploy (plugin/deploy.c):
+# payload was copied to $HOME/SHA.tar.gz. The same guest work as lume-metal deploy (plugin/ops/deploy.c):
 # the payload into staging/, then its own install.sh (SHA-256 check, unpack, probe stock and
 # shimmed, switch current, LaunchAgent), the upload removed. Prints install.sh's JSON line.
 set -u

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ssh.h"
-#include "util.h"
+#include "net/ssh.h"
+#include "core/util.h"
 
 static int
 cmp(const void *a, const void *b)

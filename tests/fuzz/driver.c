@@ -3,7 +3,7 @@
  * nothing while all is well; the sanitizers report and abort on a fault, after "# NAME: FILE"
  * on stderr has named the input. Exit 2 on usage or an unreadable file. */
 #include "fuzz.h"
-#include "util.h"
+#include "core/util.h"
 
 static const struct {
 	const char *name;

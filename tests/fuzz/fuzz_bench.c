@@ -2,7 +2,7 @@
  * bench_parse_stderr); a good arm then goes through what `report` does with it: a table of
  * the arm against itself (with and without a host arm), checked, rendered in every form and
  * made a ledger record. */
-#include "bench.h"
+#include "core/bench.h"
 #include "fuzz.h"
 
 static void

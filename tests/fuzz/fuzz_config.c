@@ -1,7 +1,7 @@
 /* The config file: config_load on the input written to a file, then every key read back. */
-#include "config.h"
+#include "core/config.h"
 #include "fuzz.h"
-#include "util.h"
+#include "core/util.h"
 
 FUZZ_TARGET(config)
 {

@@ -13,8 +13,12 @@
  * Every input starts from an empty ledger; deploy writes what it learns there, so "dd" sees the
  * first deploy's verdict. The guest is admin@127.0.0.1:2222 and the payload's SHA-256 is
  * FUZZ_SHA (a facts answer "current=/Users/x/releases/FUZZ_SHA" makes a deploy unchanged). */
-#include "bench.h"
-#include "deploy.h"
+#include "core/bench.h"
+#include "ops/bench_vm.h"
+#include "ops/deploy.h"
+#include "ops/probe.h"
+#include "ops/rollback.h"
+#include "ops/status.h"
 #include "fuzz.h"
 #include "stub_ssh.h"
 
@@ -28,9 +32,9 @@ run(char op, const char *state)
 	char err[LM_ERRLEN], ev[4300];
 	payload_info info = {.sha256 = FUZZ_SHA, .target = "macos", .profile = "m1-ultra-tahoe-26.5",
 	    .workload = "llama-server", .label = "com.trycua.lume-metal.llama-server", .version = "0.1.0"};
-	deploy_bench_opts b = {.model = "~/models/tinyllama.gguf", .llama_bench = "llama-bench", .p = 512, .n = 128,
+	bench_vm_opts b = {.model = "~/models/tinyllama.gguf", .llama_bench = "llama-bench", .p = 512, .n = 128,
 	    .r = 5, .min_samples = BENCH_MIN_SAMPLES};
-	deploy_opts o = {.state = state, .lume = "lume", .ssh = {.user = "admin"}, .timeout_s = 60,
+	session_opts o = {.state = state, .lume = "lume", .ssh = {.user = "admin"}, .timeout_s = 60,
 	    .payload = "/nonexistent/payload.tar.gz", .info = &info, .to = "previous", .bench = &b};
 	guest_target *t;
 	cJSON *r = NULL;
@@ -46,14 +50,14 @@ run(char op, const char *state)
 	if (guest_target_host(&t, "admin@127.0.0.1:2222", "admin", err) != LM_OK)
 		abort();
 	switch (op) {
-	case 'p': deploy_probe(&r, t, &o, err); break;
-	case 's': deploy_status(&r, t, &o, err); break;
-	case 'r': case 'R': deploy_rollback(&r, t, &o, err); break;
+	case 'p': probe_one(&r, t, &o, err); break;
+	case 's': status_one(&r, t, &o, err); break;
+	case 'r': case 'R': rollback_one(&r, t, &o, err); break;
 	case 'b': case 'B': bench_vm_run(&r, t, &o, err); break;
 	default: deploy_one(&r, t, &o, err); break;
 	}
 	if (r != NULL) {
-		int code = deploy_exit_code(&r, 1);
+		int code = session_exit_code(&r, 1);
 		char *j = fuzz_verbose() ? cJSON_PrintUnformatted(r) : NULL;
 
 		if (j != NULL)

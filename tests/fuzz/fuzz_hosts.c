@@ -1,6 +1,6 @@
 /* A --hosts FILE, text or JSON: hosts_load on the input written to a file. */
 #include "fuzz.h"
-#include "hosts.h"
+#include "ops/hosts.h"
 
 FUZZ_TARGET(hosts)
 {

@@ -2,7 +2,7 @@
  * "@storage", "@digests" and "@ls" sections, whatever they hold. identity_host_parse, then
  * identity_host_digest for every VM it listed, in its own location and the default one. */
 #include "fuzz.h"
-#include "identity.h"
+#include "net/identity.h"
 
 FUZZ_TARGET(identity)
 {

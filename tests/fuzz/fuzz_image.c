@@ -3,8 +3,8 @@
  * one, image_storage_find and image_digest_path with that name (image_vm_name_ok first);
  * image_digest_parse of the digest. */
 #include "fuzz.h"
-#include "image.h"
-#include "util.h"
+#include "core/image.h"
+#include "core/util.h"
 
 FUZZ_TARGET(image)
 {

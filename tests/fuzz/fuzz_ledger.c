@@ -4,9 +4,9 @@
  * ledger_record_problem, ledger_record_who and ledger_probe_summary of its probes; for a
  * "bench" one what `report --ledger` does with its table), ledger_merge into a second state
  * and back, ledger_append and ledger_load. */
-#include "bench.h"
+#include "core/bench.h"
 #include "fuzz.h"
-#include "ledger.h"
+#include "core/ledger.h"
 
 static int
 each(const cJSON *doc, const char *path, void *ctx)

@@ -2,7 +2,7 @@
  * lume_list_parse, which turns a `lume ls` answer (local, or the part of a Mac host's one exec
  * after its marker) into VMs. */
 #include "fuzz.h"
-#include "lume.h"
+#include "net/lume.h"
 
 FUZZ_TARGET(lume)
 {

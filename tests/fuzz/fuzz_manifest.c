@@ -4,9 +4,9 @@
  * and what a payload renders from a good one (agent.h) with the shipped workload or profile. */
 #include <ctype.h>
 
-#include "agent.h"
+#include "core/agent.h"
 #include "fuzz.h"
-#include "manifest.h"
+#include "core/manifest.h"
 
 static const char *
 file_for(const uint8_t *data, size_t size)

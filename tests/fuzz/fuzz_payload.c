@@ -4,8 +4,8 @@
 #include <zlib.h>
 
 #include "fuzz.h"
-#include "payload.h"
-#include "util.h"
+#include "core/payload.h"
+#include "core/util.h"
 
 /* d[0..n) gzipped into *out (caller frees). */
 static size_t

@@ -1,8 +1,8 @@
 /* schema_check: the input is a schema, FUZZ_RS, then a document; with no FUZZ_RS it is a
  * document checked against each schema of manifests/schema/. */
 #include "fuzz.h"
-#include "schema.h"
-#include "util.h"
+#include "core/schema.h"
+#include "core/util.h"
 
 static cJSON *
 parse(const uint8_t *d, size_t n)

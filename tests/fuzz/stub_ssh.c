@@ -1,4 +1,4 @@
-/* stub_ssh: see stub_ssh.h. Linked in place of plugin/ssh.c by every harness; plugin/relay.c
+/* stub_ssh: see stub_ssh.h. Linked in place of plugin/net/ssh.c by every harness; plugin/net/relay.c
  * stays (it uses ssh.h alone, and no harness opens a relay). */
 #include "stub_ssh.h"
 
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ssh.h"
+#include "net/ssh.h"
 
 struct ssh_conn {
 	unsigned execs;

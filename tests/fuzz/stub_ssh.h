@@ -1,10 +1,10 @@
-/* stub_ssh: plugin/ssh.c's functions for the fuzz harnesses, with no network. A connect always
+/* stub_ssh: plugin/net/ssh.c's functions for the fuzz harnesses, with no network. A connect always
  * succeeds; each ssh_exec or ssh_upload takes the next answer of what stub_ssh_feed was given:
  *
  *   answers = answer *( RS answer )            RS = 0x1e (FUZZ_RS)
  *   answer  = status stdout [ US stderr ]      US = 0x1f
  *   status  = "0".."9"  ran, exited with that code
- *           | "S"       died of signal KILL (ssh_exec fails, as plugin/ssh.c does)
+ *           | "S"       died of signal KILL (ssh_exec fails, as plugin/net/ssh.c does)
  *           | "T"       timed out (fails, "timed out" in the message)
  *           | "E"       the channel could not be opened (fails)
  *           | any other byte: ran, exited with the byte's value

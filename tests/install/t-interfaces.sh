@@ -1,12 +1,12 @@
 # docs/interfaces.md and the man page say what the sources do: the keys of the image.json
-# golden stamps (golden_stamp_json, plugin/golden.c), with no "digest" key, and the kinds
+# golden stamps (golden_stamp_json, plugin/ops/golden.c), with no "digest" key, and the kinds
 # deploy's gate and status read as an image version's verdict (ledger_load_last in deploy.c).
 # shellcheck disable=SC1091,SC2016 # sourced lib; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 doc=$TOP/docs/interfaces.md
 
 # The stamp's keys, in the order the function adds them: {"image","baseDigest",...}.
-sed -n '/^golden_stamp_json(/,/^}/p' "$TOP/plugin/golden.c" | grep -o 'ToObject(s, "[A-Za-z0-9]*"' |
+sed -n '/^golden_stamp_json(/,/^}/p' "$TOP/plugin/ops/golden.c" | grep -o 'ToObject(s, "[A-Za-z0-9]*"' |
 	sed 's/.*"\(.*\)"/"\1"/' | awk '!seen[$0]++' | paste -sd, - | sed 's/.*/{&}/' >"$T/keys"
 check "golden_stamp_json adds image and at least five other keys" grep -q '^{"image"\(,"[A-Za-z0-9]*"\)\{5,\}}$' "$T/keys"
 check "... and no digest" sh -c '! grep -q "\"digest\"" "$1"' - "$T/keys"
@@ -15,7 +15,7 @@ check "... and says nowhere that image.json holds a digest" sh -c '! grep -Eq "\
 env MANWIDTH=80 man -l "$TOP/man/lume-metal.1" 2>/dev/null | tr -s ' \n' '  ' | tr -d ' ' >"$T/man"
 check "the man page states the stamp as those keys" grep -qF "$(cat "$T/keys")" "$T/man"
 
-grep -o 'ledger_load_last([^;]*"[a-z|]*"' "$TOP/plugin/deploy.c" | grep -o '"[a-z|]*"' | sort -u >"$T/kinds"
+grep -o 'ledger_load_last([^;]*"[a-z|]*"' "$TOP/plugin/ops/deploy.c" | grep -o '"[a-z|]*"' | sort -u >"$T/kinds"
 check "deploy.c reads one set of kinds as the verdict (deploy and status)" test "$(wc -l <"$T/kinds")" -eq 1
 check "interfaces.md names it" grep -qF "ledger_load_last(..., $(cat "$T/kinds"), ...)" "$doc"
 t_done

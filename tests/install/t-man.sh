@@ -25,7 +25,7 @@ check_grep "the page has help" '^     help \[command\]' "$T/man.txt"
 for code in 0 1 2 3; do
 	check "exit code $code is under EXIT STATUS" sh -c 'sed -n "/^EXIT STATUS/,/^[A-Z]/p" "$1" | grep -Eq "^     $2 "' - "$T/man.txt" "$code"
 done
-grep -oh 'getenv("[A-Z_]*")' "$TOP"/plugin/*.c | sed 's/getenv("\(.*\)")/\1/' | sort -u >"$T/env"
+grep -oh 'getenv("[A-Z_]*")' "$TOP"/plugin/*/*.c | sed 's/getenv("\(.*\)")/\1/' | sort -u >"$T/env"
 while read -r v; do
 	check "environment variable $v is under ENVIRONMENT" sh -c 'sed -n "/^ENVIRONMENT/,/^FILES/p" "$1" | grep -q "$2"' - "$T/man.txt" "$v"
 done <"$T/env"

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "manifest.h"
+#include "core/agent.h"
+#include "core/manifest.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-agent.XXXXXX";
 

@@ -6,10 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "ledger.h"
+#include "core/bench.h"
+#include "ops/bench_vm.h"
+#include "core/ledger.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 #define FIX LM_DATADIR "/tests/fixtures/llama-bench/"
 #define TINY FIX "tinyllama-m1-ultra/"

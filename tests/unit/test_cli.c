@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "../../plugin/cli.c"
+#include "cmd/cli.c"
 
 /* s (n bytes) escaped must be want. */
 static void
@@ -80,7 +80,7 @@ main(void)
 	for (int given = 0; given <= 1; given++) {
 		cli_conn c = {.timeout_s = 120};
 		const char *hosts[] = {"127.0.0.1"};
-		deploy_opts o = {0};
+		session_opts o = {0};
 		guest_target *t = NULL;
 
 		c.hosts = hosts, c.nhosts = 1;

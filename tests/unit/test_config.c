@@ -7,9 +7,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-test-config.XXXXXX", file[256];
 

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "datadir.h"
+#include "core/datadir.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-datadir.XXXXXX";
 

@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "golden.h"
-#include "ledger.h"
-#include "lume.h"
+#include "ops/golden.h"
+#include "core/ledger.h"
+#include "net/lume.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 int
 main(void)

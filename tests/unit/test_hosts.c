@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hosts.h"
+#include "ops/hosts.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-hosts.XXXXXX";
 

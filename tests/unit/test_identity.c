@@ -1,6 +1,6 @@
 /* Unit tests for identity: a Mac's sysctl answers, one Mac host's exec output (facts, storage
  * listing, digests, lume ls), hostile answers of each part, and a ledger document's label. */
-#include "identity.h"
+#include "net/identity.h"
 #include "unit.h"
 
 #define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image.h"
+#include "core/image.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static const char *lume = LM_DATADIR "/tests/lume-sim/lume";
 static const char D1[] = "sha256:ed1783e8aa0e7c1f1b7e4a1f0e9d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d";

@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ledger.h"
+#include "core/ledger.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-ledger.XXXXXX";
 

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lume.h"
+#include "net/lume.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-lume.XXXXXX";
 static size_t allocs; /* cJSON's allocations: the parser's work on crafted output */

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "manifest.h"
+#include "core/manifest.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-manifest.XXXXXX";
 static char path[4096];

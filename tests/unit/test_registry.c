@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry.h"
+#include "net/registry.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 #define SECRET "p4ss-stub"
 

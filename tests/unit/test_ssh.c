@@ -17,9 +17,9 @@
 
 #include <libssh2.h>
 
-#include "ssh.h"
+#include "net/ssh.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lm-unit-ssh.XXXXXX";
 

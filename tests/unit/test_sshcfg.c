@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "guest.h"
-#include "sshcfg.h"
+#include "net/guest.h"
+#include "net/sshcfg.h"
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static const char good[] =
     "host tahoe\nuser admin\nhostname 10.0.0.5\nport 2222\nstricthostkeychecking accept-new\n"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 /* Whether n bytes at p are all zero. */
 static int

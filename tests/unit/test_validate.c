@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ledger.h"
+#include "core/ledger.h"
 #include "unit.h"
-#include "util.h"
-#include "validate.h"
+#include "core/util.h"
+#include "ops/validate.h"
 
 static const char good[] =
     "chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              \xce\x94p RMS            Same top p\n"

@@ -1,0 +1,216 @@
+/* cli: the command table's shared pieces. Only main.c and cmd_*.c print or exit. */
+#ifndef LM_CLI_H
+#define LM_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "ops/deploy.h"
+#include "ops/fleet.h"
+#include "core/payload.h"
+#include "net/ssh.h"
+#include "core/util.h"
+#include "ops/validate.h"
+
+/* Exit codes of the design. */
+enum { EXIT_OK = 0, EXIT_SOMEFAIL = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
+
+typedef struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+	const char *usage; /* the full help text after "usage: lume-metal " */
+	const char *issue; /* set while the command is not built yet */
+} cli_command;
+
+const cli_command *cli_find(const char *name);
+
+/* Terminal-safe output. Every string that came from a guest, a Mac host, the ledger or a file
+ * goes to the terminal through these, never through printf's own %s: printable ASCII and
+ * well-formed UTF-8 pass; \n, \r and \t become those two characters (a newline in a field would
+ * fake a line); every other C0 control, DEL, the C1 controls U+0080..U+009F, the bidi overrides
+ * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
+ * byte (ESC is \x1b). */
+
+/* printf to stdout where every %s and %c argument is escaped; width and precision work as in
+ * printf (precision counts bytes of the argument, width bytes of the escaped text). The format
+ * itself is trusted and written as it is, control characters and all. Supports the conversions
+ * of C11 printf except %n; returns the bytes written, or -1. */
+int cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same, appended to b (a table built before it is printed); 0, or -1. */
+int cli_bprintf(lm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes s escaped to f; with keep_nl, newlines pass (a rendered table of several lines, whose
+ * fields must hold none). Returns the bytes written, or -1. */
+int cli_text(FILE *f, const char *s, int keep_nl);
+
+/* Appends s escaped to out; 0, or -1 when out of memory. */
+int cli_escape(lm_buf *out, const char *s);
+
+/* Prints "lume-metal: MSG" to stderr, its string arguments escaped as cli_printf does, and
+ * returns code (git's error() habit). */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Maps a module's error code to the design's exit code, printing err. */
+int cli_fail(int rc, const char *err);
+
+/* Prints the usage of a command to stdout (help) and returns 0. */
+int cli_help(const char *name);
+
+/* getopt_long with the house rules (main.c has already turned CMD -h and CMD --help into help
+ * CMD): a bad flag is exit 2, and its reason names it: "--payload needs a value", "--json takes
+ * no value", "--p is ambiguous: ...", "unknown flag --paralel; did you mean --parallel?" (the
+ * nearest long flag of the command within a third of its length in edits), "unknown flag -x".
+ * Returns the option, -1 at the end, or '?' after printing the reason. */
+int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
+
+/* --format json|text (as Lume spells it; --json is its alias) into *json: 1, or -1 after
+ * printing the reason. */
+int cli_format(const char *arg, const char *cmd, int *json);
+
+/* Parses a whole number lo..hi for flag; prints the reason and returns -1, else 1. */
+int cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, int *out);
+
+/* Prints v as one line of JSON. cJSON escapes C0 controls; this also writes DEL, the C1
+ * controls and the bidi overrides as \uXXXX (the same string to a JSON parser) and a byte that
+ * is not UTF-8 as \ufffd, so no JSON line acts on a terminal either. */
+void cli_print_json(const cJSON *v);
+
+/* Where guest-payload/, manifests/ and build/macos/ are (datadir.h: $LUME_METAL_DATADIR, the
+ * installed PREFIX/share/lume-metal, the source tree); prints what is missing and every folder
+ * looked in when the one returned lacks the data. */
+const char *cli_datadir(void);
+
+/* --version: version, commit, data folder, SHA-256 of the shim and probe (cli_version.c). */
+int cli_version(void);
+
+/* Prints a payload's identity as text or, with json, one JSON object. */
+void cli_print_payload(const payload_info *p, const char *path, int json);
+
+/* The connection flags every VM command shares (see CONN_FLAGS in main.c). */
+typedef struct {
+	ssh_opts ssh;          /* user, identity, password, known hosts, accept-new */
+	const char *state;     /* --state, or $XDG_STATE_HOME/lume-metal, or ~/.local/state/lume-metal */
+	const char *lume;      /* --lume PATH, default "lume" on $PATH */
+	const char **hosts;    /* --host values */
+	size_t nhosts;
+	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
+	int timeout_s, json, all, wait_s, port;
+	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
+	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
+	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
+	const char *target, *profile, *workload, *payload_file;
+	payload_info *info;
+	char *payload;
+	/* The config file (config.h), once cli_conn_ready read it (read once for the process, not
+	 * owned: it lives till exit, as the values taken from it must), and which of its keys a
+	 * flag gave: bit k for config_keys[k]. ssh.user and ssh.known_hosts stay NULL when neither
+	 * a flag nor the file gave them, so the OpenSSH configuration's User and
+	 * UserKnownHostsFile can apply (guest.h), then the defaults. */
+	struct config *cfg;
+	unsigned given;
+} cli_conn;
+
+/* Option rows for the shared flags; a command appends its own and ends with a zero row. */
+#define CLI_CONN_OPTIONS \
+	{"user", required_argument, NULL, 'u'}, {"identity", required_argument, NULL, 'i'}, \
+	{"password-file", required_argument, NULL, 1001}, {"known-hosts", required_argument, NULL, 1002}, \
+	{"accept-new", no_argument, NULL, 1003}, {"host", required_argument, NULL, 1004}, \
+	{"timeout", required_argument, NULL, 1005}, {"parallel", required_argument, NULL, 1006}, \
+	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
+	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
+	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
+	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}, \
+	{"format", required_argument, NULL, 1015}
+#define CLI_CONN_SHORT "u:i:"
+#define CLI_FLEET_OPTIONS \
+	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \
+	{"max-fail", required_argument, NULL, 1032}, {"rollback-on-fail", no_argument, NULL, 1033}
+#define CLI_PAYLOAD_OPTIONS \
+	{"target", required_argument, NULL, 1020}, {"profile", required_argument, NULL, 1021}, \
+	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}
+
+/* The validation flags of validate and deploy (--validate-workload), and what they give. */
+typedef struct {
+	validate_opts v;        /* model, llama-perplexity, text, evidence, thresholds, progress */
+	const char *text_flag;  /* --text FILE, overriding the workload's text */
+	int chunks;             /* --chunks N; 0: the workload's */
+	int asked;              /* deploy --validate-workload */
+	char text[4096];        /* the text's path on this host */
+	char label[512];        /* the name recorded: --text as given, or the workload's */
+} cli_validate;
+#define CLI_VALIDATE_OPTIONS \
+	{"model", required_argument, NULL, 1040}, {"text", required_argument, NULL, 1041}, \
+	{"chunks", required_argument, NULL, 1042}, {"llama-perplexity", required_argument, NULL, 1043}
+/* Takes one validation flag (1040..1043, and 1044 --validate-workload): 1 when opt was one, 0
+ * when not, -1 after printing a bad value. */
+int cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd);
+/* After cli_conn_payload: reads the payload's workload manifest (under cli_datadir()) for
+ * "requireValidation" (into o->require_validation) and its "validation" thresholds and text;
+ * when validation will run (validate, or deploy --validate-workload) requires --model, resolves
+ * the text (--text, else the workload's under the data directory) and sets o->validate to
+ * &v->v. Prints the reason and returns EXIT_USAGE on bad input. */
+int cli_validate_setup(cli_validate *v, cli_conn *c, session_opts *o, int run, const char *cmd);
+
+/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
+ * from the Lume name vm or c's one --host, and o's connection fields from c, its per-VM
+ * timeout long_timeout_s unless --timeout was given. Prints the reason and returns its exit
+ * code. */
+int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, session_opts *o, int long_timeout_s);
+
+/* Sets defaults. */
+void cli_conn_init(cli_conn *c);
+/* After the flags: reads the config file (config_default_path) and takes each of its values
+ * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
+ * command reads registry and organization itself with cli_conn_setting), then checks --state
+ * (that it exists as a directory, if at all). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
+ * EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
+ * report and host, which take --state but no VM, call this instead. */
+int cli_conn_ready(cli_conn *c, const char *cmd);
+/* cli_conn_ready, then ledger_readable on the state: exit 2, "CMD: --state DIR: cannot be read:
+ * PATH: why", before any VM is reached (cli_conn_check calls it; bench, validate and golden
+ * too). Not for ledger and report, which show every document that reads and name the others. */
+int cli_state_readable(cli_conn *c, const char *cmd);
+/* The config file's value of key when no flag gave it (NULL: neither), after cli_conn_ready. */
+const char *cli_conn_setting(const cli_conn *c, const char *key);
+/* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
+int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
+/* Checks the flags against the VM arguments, --state and --host (cli_conn_ready,
+ * cli_host_check); prints the reason and returns EXIT_USAGE. */
+int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
+void cli_conn_free(cli_conn *c);
+/* An input error cli_conn_check finds, for the commands that do not call it: --host naming a
+ * regular file that is a path, is no user@addr[:port], or does not resolve (a hint at --hosts
+ * FILE). Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
+int cli_host_check(const char *spec, const char *cmd);
+
+/* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
+ * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
+ * line (or with --json one object) per VM in the order given. Then a summary by state and by
+ * image version. Returns the exit code of session_exit_code (1 when the run stopped early); no
+ * VM at all (--all, or --hosts FILE, listing none) is exit 0, said on stderr, and an empty summary. */
+int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
+    session_opts *o, const char *cmd);
+
+/* The payload of the payload flags: --payload FILE (verified), or one built for --target,
+ * --profile and --workload under <state>/payloads/; o->payload and o->info point into c.
+ * Prints the reason and returns its exit code on failure; one with placeholders is refused. */
+int cli_conn_payload(cli_conn *c, session_opts *o);
+
+int cmd_build(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_deploy(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_rollback(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
+int cmd_inventory(int argc, char **argv);
+int cmd_host(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+
+#endif

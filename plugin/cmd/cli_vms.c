@@ -1,0 +1,823 @@
+/* cli_vms: the VMs a command names (names, --host, --hosts, --all), run on the fleet engine,
+ * and the three forms of output: live on a TTY, plain lines, or JSON. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "ops/hosts.h"
+#include "net/identity.h"
+#include "core/image.h"
+#include "core/ledger.h"
+#include "net/lume.h"
+#include "net/relay.h"
+
+/* The VMs to run, in order, and results for what could not be started (a host that could not
+ * be reached, a stopped VM on a host). */
+typedef struct {
+	guest_target **targets;
+	size_t n;
+	cJSON **extra;
+	size_t nextra;
+	relay *relay;
+} target_list;
+
+static int
+add_target(target_list *p, guest_target *t)
+{
+	guest_target **v = reallocarray(p->targets, p->n + 1, sizeof *v);
+
+	if (v == NULL) {
+		guest_target_free(t);
+		return -1;
+	}
+	v[p->n++] = t;
+	p->targets = v;
+	return 0;
+}
+
+static int
+add_extra(target_list *p, const char *vm, const char *host, const char *state, const char *msg)
+{
+	cJSON **v = reallocarray(p->extra, p->nextra + 1, sizeof *v), *r;
+
+	if (v == NULL)
+		return -1;
+	p->extra = v;
+	r = v[p->nextra++] = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "vm", vm);
+	if (host)
+		cJSON_AddStringToObject(r, "host", host);
+	cJSON_AddStringToObject(r, "state", state);
+	cJSON_AddStringToObject(r, "message", msg);
+	return 0;
+}
+
+static int
+named(const char *name, int nvms, char **vms, int *found)
+{
+	for (int i = 0; i < nvms; i++)
+		if (strcmp(vms[i], name) == 0) {
+			found[i] = 1;
+			return 1;
+		}
+	return nvms == 0;
+}
+
+/* A guest on host label, reached through the relay's host idx, with who it is as its host
+ * said (id: its facts and its VMs' digests). */
+static int
+relayed(target_list *p, const cli_conn *c, const char *label, size_t idx, const lume_vm *vm,
+    const identity_host *id)
+{
+	guest_target *t = calloc(1, sizeof *t);
+	char name[600], digest[IMAGE_DIGEST_LEN + 1], why[LM_ERRLEN];
+
+	if (t == NULL)
+		return -1;
+	snprintf(name, sizeof name, "%s/%s", label, vm->name);
+	t->name = strdup(name);
+	t->lume = strdup(vm->name);
+	t->user = strdup(c->ssh.user ? c->ssh.user : GUEST_DEFAULT_USER);
+	t->host = strdup(vm->ip);
+	t->via = strdup(label);
+	t->port = c->port;
+	t->relay = p->relay;
+	t->relay_host = idx;
+	if (vm->location && (t->location = strdup(vm->location)) == NULL)
+		goto oom;
+	if (id->mac_ok ? (t->mac = malloc(sizeof *t->mac)) == NULL : (t->mac_why = strdup(id->mac_why)) == NULL)
+		goto oom;
+	if (t->mac)
+		*t->mac = id->mac;
+	if (identity_host_digest(digest, id, vm->name, vm->location, why, sizeof why) == LM_OK ?
+	    (t->digest = strdup(digest)) == NULL : (t->no_digest = strdup(why)) == NULL)
+		goto oom;
+	if (!t->name || !t->lume || !t->user || !t->host || !t->via) {
+oom:
+		guest_target_free(t);
+		return -1;
+	}
+	return add_target(p, t);
+}
+
+/* Every VM of the --hosts FILE hosts (those named, when VMs are named), reached through the
+ * host's one session. */
+static int
+from_hosts(target_list *p, cli_conn *c, int nvms, char **vms, int *found)
+{
+	guest_target **hv;
+	hosts_conn *hc;
+	size_t hn;
+	char err[LM_ERRLEN], msg[LM_ERRLEN + 300];
+	int rc;
+
+	if ((rc = hosts_load(&hv, &hn, c->hosts_file, c->ssh.user, err)) != LM_OK)
+		return cli_fail(rc, err);
+	if ((hc = calloc(hn, sizeof *hc)) == NULL || relay_new(&p->relay, err) != LM_OK) {
+		free(hc);
+		hosts_free(hv, hn);
+		return cli_error(EXIT_SOMEFAIL, "cannot start the relay");
+	}
+	hosts_connect(hc, hv, hn, &c->ssh, c->timeout_s, c->fleet.parallel);
+	for (size_t i = 0; i < hn; i++) {
+		size_t idx;
+
+		if (hc[i].c == NULL) {
+			snprintf(msg, sizeof msg, "host %s: %s", hv[i]->name, hc[i].err);
+			add_extra(p, hv[i]->name, hv[i]->name, session_why_state(hc[i].why), msg);
+		} else if (relay_add(p->relay, hc[i].c, &idx, err) != LM_OK) {
+			add_extra(p, hv[i]->name, hv[i]->name, "failed", err);
+		} else {
+			hc[i].c = NULL; /* the relay's now */
+			for (size_t j = 0; j < hc[i].nvms; j++) {
+				const lume_vm *vm = hc[i].vms[j];
+
+				if (!named(vm->name, nvms, vms, found))
+					continue;
+				snprintf(msg, sizeof msg, "%s/%s", hv[i]->name, vm->name);
+				if (!image_vm_name_ok(vm->name)) {
+					char why[300];
+					lm_buf e = {0};
+
+					/* Before any connection: such a name would be a host key's name and a path. */
+					cli_escape(&e, vm->name);
+					snprintf(why, sizeof why, "host %s lists a VM name this tool refuses (letters, digits, . _ -, "
+					    "at most %d): %.100s", hv[i]->name, IMAGE_NAME_MAX, e.data ? e.data : "");
+					lm_buf_free(&e);
+					add_extra(p, msg, hv[i]->name, "refused", why);
+				} else if (strcmp(vm->status, "running") != 0 || vm->ip == NULL || *vm->ip == '\0') {
+					char why[300];
+
+					snprintf(why, sizeof why, "VM %s on host %s is %s%s", vm->name, hv[i]->name, vm->status,
+					    strcmp(vm->status, "running") == 0 ? " but has no IP address yet" : "");
+					add_extra(p, msg, hv[i]->name, "unreachable", why);
+				} else if (relayed(p, c, hv[i]->name, idx, vm, &hc[i].id) != 0)
+					add_extra(p, msg, hv[i]->name, "failed", "out of memory");
+			}
+		}
+		hosts_conn_clear(&hc[i]);
+	}
+	free(hc);
+	hosts_free(hv, hn);
+	for (int i = 0; i < nvms; i++)
+		if (!found[i]) {
+			snprintf(msg, sizeof msg, "VM %s: no host in %s lists it", vms[i], c->hosts_file);
+			add_extra(p, vms[i], NULL, "unreachable", msg);
+		}
+	return EXIT_OK;
+}
+
+/* Whether lume (a path, or a name looked up on $PATH) can be run. */
+static int
+lume_runnable(const char *lume)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(lume, '/') != NULL)
+		return access(lume, X_OK) == 0;
+	for (const char *d = path ? path : "/usr/bin:/bin"; d != NULL; d = strchr(d, ':') ? strchr(d, ':') + 1 : NULL) {
+		size_t len = strchr(d, ':') ? (size_t)(strchr(d, ':') - d) : strlen(d);
+
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? d : ".", lume);
+		if (access(buf, X_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int
+targets(target_list *p, cli_conn *c, int nvms, char **vms)
+{
+	char err[LM_ERRLEN];
+	int rc;
+
+	/* Lume VMs by name or --all need lume: without it every one would fail alike; say it once,
+	 * with the same exit code either way (an input error: the setup, not a VM). */
+	if (c->hosts_file == NULL && (nvms > 0 || c->all) && !lume_runnable(c->lume))
+		return cli_error(EXIT_USAGE, "cannot run %s: not found (install Lume, or pass --lume PATH, --host "
+		    "user@addr or --hosts FILE)", c->lume);
+
+	if (c->hosts_file != NULL) {
+		int *found = calloc((size_t)nvms + 1, sizeof *found);
+
+		rc = found ? from_hosts(p, c, nvms, vms, found) : cli_error(EXIT_SOMEFAIL, "out of memory");
+		free(found);
+		if (rc != EXIT_OK)
+			return rc;
+		nvms = 0; /* they filtered the hosts' VMs */
+	}
+	for (int i = 0; i < nvms; i++) {
+		guest_target *t;
+
+		if (guest_target_lume(&t, vms[i], c->ssh.user, err) != LM_OK || (t->port = c->port, add_target(p, t)) != 0)
+			return cli_fail(LM_EFAIL, err);
+	}
+	for (size_t i = 0; i < c->nhosts; i++) {
+		guest_target *t;
+
+		if ((rc = guest_target_host(&t, c->hosts[i], c->ssh.user, err)) != LM_OK)
+			return cli_fail(rc, err);
+		if (add_target(p, t) != 0)
+			return cli_error(EXIT_SOMEFAIL, "out of memory");
+	}
+	if (c->all && c->hosts_file == NULL) {
+		lume_vm **all;
+		size_t n;
+
+		if ((rc = lume_list(&all, &n, c->lume, err)) != LM_OK)
+			return cli_fail(rc, err);
+		for (size_t i = 0; i < n; i++) {
+			guest_target *t = NULL;
+
+			if (guest_target_lume(&t, all[i]->name, c->ssh.user, err) == LM_OK) {
+				/* A running VM's address is in the listing: no `lume get` per VM. */
+				if (strcmp(all[i]->status, "running") == 0 && all[i]->ip != NULL && *all[i]->ip != '\0' &&
+				    all[i]->ssh_available != 0)
+					t->host = strdup(all[i]->ip);
+				if (all[i]->location != NULL)
+					t->location = strdup(all[i]->location);
+				t->port = c->port;
+				add_target(p, t);
+			}
+			lume_vm_free(all[i]);
+		}
+		free(all);
+	}
+	return EXIT_OK;
+}
+
+static const char *
+str(const cJSON *o, const char *k, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names the result's image
+ * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)". */
+static void
+image_label(char *out, size_t len, const cJSON *res)
+{
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key"), *in = res;
+	char label[600];
+
+	if (!cJSON_IsObject(key)) {
+		in = cJSON_GetObjectItemCaseSensitive(res, "deploy");
+		key = cJSON_GetObjectItemCaseSensitive(in, "key");
+	}
+	if (!cJSON_IsObject(key))
+		snprintf(out, len, "unknown (not reached)");
+	else
+		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, str(in, "image", NULL)),
+		    str(key, "guestOS", "?"), str(key, "guestBuild", "?"));
+}
+
+static void
+count(cJSON *obj, const char *name, int delta)
+{
+	cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (c == NULL)
+		cJSON_AddNumberToObject(obj, name, delta);
+	else if (c->valuedouble + delta == 0)
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
+	else
+		cJSON_SetNumberValue(c, c->valuedouble + delta);
+}
+
+/* The shimmed probe's differences from its profile ("maxThreadgroupMemoryLength: want 65536,
+ * got 32768"), from a deploy's install answer or a probe's own; NULL when there are none. */
+static const cJSON *
+differences(const cJSON *res)
+{
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(res, "shimmed"), *d;
+
+	if (!cJSON_IsObject(sh))
+		sh = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "install"), "shimmed");
+	d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sh, "expect"), "differences");
+	return cJSON_IsArray(d) && cJSON_GetArraySize(d) > 0 ? d : NULL;
+}
+
+/* A short SHA-256: its first 12 hex digits, or "none". */
+static const char *
+short_sha(char *out, size_t len, const cJSON *o, const char *k)
+{
+	const char *v = str(o, k, NULL);
+
+	snprintf(out, len, "%.12s", v && *v ? v : "none");
+	return out;
+}
+
+/* status in words: current and previous release, the service and whether the shim is active in
+ * its process, the LaunchAgent (which is what sets the shim for the process launchd runs), the image version's verdict, and drift. */
+static void
+print_status(const cJSON *res, const cJSON *st)
+{
+	const cJSON *svc = cJSON_GetObjectItemCaseSensitive(st, "service");
+	const cJSON *la = cJSON_GetObjectItemCaseSensitive(st, "launchAgent");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(svc, "pid"), *drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
+	char cur[16], prev[16];
+
+	cli_printf("%-24s %-18s current %s, previous %s; service ", str(res, "vm", "?"), str(res, "state", "?"),
+	    short_sha(cur, sizeof cur, st, "current"), short_sha(prev, sizeof prev, st, "previous"));
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "loaded")))
+		printf("not loaded");
+	else if (cJSON_IsNumber(pid) && pid->valuedouble > 0) {
+		const cJSON *act = cJSON_GetObjectItemCaseSensitive(svc, "shimActive");
+
+		/* What the shim left in that process (status.sh reads its state file for the pid); a
+		 * status.sh of an older release says nothing of it, and neither does this line. */
+		cli_printf("%s, pid %.0f", str(svc, "state", "loaded"), pid->valuedouble);
+		if (cJSON_IsTrue(act))
+			printf(", shim active in it");
+		else if (cJSON_IsFalse(act))
+			cli_printf(", shim stays stock in it: %.200s",
+			    str(cJSON_GetObjectItemCaseSensitive(svc, "shim"), "reason", "no reason given"));
+		else if (cJSON_IsNull(act))
+			printf(", no shim state for it");
+	} else
+		cli_printf("%s, no pid", str(svc, "state", "loaded"));
+	printf("; shim %s", !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "present")) ? "not set (no LaunchAgent)" :
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "matches")) ? "set by its LaunchAgent" :
+	    "unknown (the LaunchAgent differs from the release's)");
+	cli_printf("; image verdict %s; drift ", str(res, "verdict", "unknown"));
+	if (!cJSON_IsArray(drift) || cJSON_GetArraySize(drift) == 0)
+		printf("none");
+	for (const cJSON *it = cJSON_IsArray(drift) ? drift->child : NULL; it; it = it->next)
+		cli_printf("%s%s", it == drift->child ? "" : ", ", cJSON_IsString(it) ? it->valuestring : "?");
+	printf("\n");
+}
+
+static void
+print_line_rest(const cJSON *res)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
+	const char *msg = str(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
+	const cJSON *d = strcmp(str(res, "state", ""), "validation-failed") == 0 ? differences(res) : NULL;
+
+	if (cJSON_IsObject(st) && cJSON_GetObjectItemCaseSensitive(res, "message") == NULL) {
+		print_status(res, st);
+		return;
+	}
+	if (d == NULL) {
+		const char *cleaned = str(cJSON_GetObjectItemCaseSensitive(res, "install"), "cleaned", "");
+
+		cli_printf("%-24s %-18s %s", str(res, "vm", "?"), str(res, "state", "?"), msg);
+		if (*cleaned) /* what an earlier, interrupted run left in the guest */
+			cli_printf("%scleaned up after an earlier run: %s", *msg ? "; " : "", cleaned);
+		printf("\n");
+		return;
+	}
+	/* The differences in words, not a pointer into the JSON. */
+	cli_printf("%-24s %-18s %.*s:", str(res, "vm", "?"), str(res, "state", "?"),
+	    (int)(see ? (size_t)(see - msg) : strlen(msg)), msg);
+	for (const cJSON *it = d->child; it; it = it->next)
+		cli_printf("%s %s", it == d->child ? "" : ";", cJSON_IsString(it) ? it->valuestring : "?");
+	printf("\n");
+}
+
+/* One probe answer in words: "Apple9, 64 KiB threadgroup memory, shim active". */
+static void
+probe_words(const cJSON *p)
+{
+	const cJSON *fam = cJSON_GetObjectItemCaseSensitive(p, "families");
+	const cJSON *tg = cJSON_GetObjectItemCaseSensitive(p, "maxThreadgroupMemoryLength");
+	const cJSON *shim = cJSON_GetObjectItemCaseSensitive(p, "shim");
+	int top = 0;
+
+	for (int k = 1; k <= 20; k++) {
+		char name[24];
+
+		snprintf(name, sizeof name, "Apple%d", k);
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fam, name)))
+			top = k;
+	}
+	if (top > 0)
+		printf("Apple%d", top);
+	else
+		printf("no Apple family");
+	if (cJSON_IsNumber(tg))
+		printf(", %.0f KiB threadgroup memory", tg->valuedouble / 1024);
+	printf(", shim %s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(shim, "active")) ? "active" : "not active");
+}
+
+static void
+print_line(const cJSON *res)
+{
+	const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
+	const cJSON *shimmed = cJSON_GetObjectItemCaseSensitive(res, "shimmed");
+
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "action"))) { /* --dry-run's plan */
+		char cur[16], nw[16];
+		const char *act = str(res, "action", "?");
+
+		cli_printf("%-24s %-18s current %s, new %s: %s%s%s\n", str(res, "vm", "?"), strcmp(act, "install") == 0 ?
+		    "would install" : strcmp(act, "unchanged") == 0 ? "unchanged" : "would be refused",
+		    short_sha(cur, sizeof cur, res, "current"), short_sha(nw, sizeof nw, res, "new"),
+		    strcmp(act, "install") == 0 ? "install" : act, strcmp(act, "unchanged") == 0 ? "" : ": ",
+		    strcmp(act, "unchanged") == 0 ? "" : str(res, "message", ""));
+		return;
+	}
+	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
+		/* probe, side by side: the highest Apple family, threadgroup memory, the shim */
+		cli_printf("%-24s %-18s stock: ", str(res, "vm", "?"), str(res, "state", "?"));
+		probe_words(stock);
+		printf(" | shimmed: ");
+		probe_words(shimmed);
+		printf(" | %s\n", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "pass")) ? "pass" : "FAIL");
+		return;
+	}
+	print_line_rest(res);
+}
+
+/* Output as each VM finishes: on a TTY its line above a live progress line; otherwise its line,
+ * or with --json its object, flushed at once (a pipe or a CI log sees it then, and a run killed
+ * by `timeout` has printed what it finished). A watcher thread ticks the live line every second
+ * and takes SIGINT and SIGTERM: the first stops starting VMs (fleet_interrupt), a second
+ * abandons the running ones (their sessions close as this process exits). */
+typedef struct {
+	pthread_mutex_t mu; /* stdout, and everything below */
+	int tty, json;
+	int64_t start;
+	cJSON *states;  /* count per state */
+	cJSON **res;    /* each VM's result so far (a copy): a rolled-back VM moves from "deployed" */
+	unsigned char *started;
+	size_t base, done, total; /* results settled before the engine's run; finished; all results */
+	guest_target **targets;
+	size_t ntargets;
+	int pipe[2];    /* the signal handler's self-pipe */
+	pthread_t watcher;
+	int watching;
+} live;
+
+static int sig_fd = -1;
+
+static void
+on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int e = errno;
+
+	if (sig_fd >= 0 && write(sig_fd, &b, 1) < 0) {
+		/* nothing to do: a full pipe has a signal in it already */
+	}
+	errno = e;
+}
+
+/* The progress line, under l->mu: done/total, counts by state, VMs in progress, the elapsed
+ * seconds and, once two VMs have finished, an estimate of the time left. */
+static void
+live_line(live *l)
+{
+	double el = (double)(lm_now_ms() - l->start) / 1000;
+	size_t done = l->done, run = fleet_running();
+
+	printf("\r\033[K[%zu/%zu]", l->base + done, l->total);
+	for (const cJSON *it = l->states->child; it; it = it->next)
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
+	printf(" | %zu running | %.0fs elapsed", run, el);
+	if (done >= 2 && l->base + done < l->total)
+		printf(", ETA %.0fs", el / (double)done * (double)(l->total - l->base - done));
+	fflush(stdout);
+}
+
+static void
+started(void *ctx, size_t i)
+{
+	live *l = ctx;
+
+	pthread_mutex_lock(&l->mu);
+	l->started[i] = 1;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
+{
+	live *l = ctx;
+
+	(void)n;
+	pthread_mutex_lock(&l->mu);
+	if (l->res[i] != NULL)
+		count(l->states, str(l->res[i], "state", "?"), -1);
+	cJSON_Delete(l->res[i]);
+	l->res[i] = cJSON_Duplicate(res, 1);
+	count(l->states, str(res, "state", "?"), 1);
+	l->done = done;
+	if (l->tty)
+		printf("\r\033[K");
+	if (l->json)
+		cli_print_json(res);
+	else
+		print_line(res);
+	if (l->tty)
+		live_line(l);
+	fflush(stdout);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void print_summary(cJSON **res, size_t n, int json, double secs);
+
+/* A second interrupt: the running VMs are abandoned (said per VM), the summary is printed with
+ * what is known, and the process exits 130; its sessions close with it. Under l->mu. */
+static void
+abandon(live *l)
+{
+	cJSON **res = calloc(l->total, sizeof *res);
+	size_t n = 0;
+
+	if (l->tty)
+		printf("\r\033[K");
+	for (size_t i = 0; res != NULL && i < l->total; i++) {
+		if (l->res[i] != NULL) {
+			res[n++] = l->res[i];
+			continue;
+		}
+		if (i >= l->ntargets)
+			continue;
+		res[n] = cJSON_CreateObject();
+		cJSON_AddStringToObject(res[n], "vm", l->targets[i]->name);
+		cJSON_AddStringToObject(res[n], "state", l->started[i] ? "abandoned" : "skipped");
+		cJSON_AddStringToObject(res[n], "message", l->started[i] ? "interrupted twice: its session was closed "
+		    "mid-run; nothing recorded" : "interrupted");
+		if (l->started[i]) {
+			if (l->json)
+				cli_print_json(res[n]);
+			else
+				print_line(res[n]);
+		}
+		n++;
+	}
+	print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(130);
+}
+
+static void *
+watch(void *arg)
+{
+	live *l = arg;
+	int seen = 0;
+	sigset_t ss;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &ss, NULL); /* this thread takes them, no worker */
+	for (;;) {
+		struct pollfd pf = {.fd = l->pipe[0], .events = POLLIN};
+		unsigned char b;
+		int k = poll(&pf, 1, 1000);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		pthread_mutex_lock(&l->mu);
+		if (k == 0 && l->tty)
+			live_line(l);
+		if (k > 0 && read(l->pipe[0], &b, 1) == 1) {
+			if (b == 0) { /* the run is over */
+				pthread_mutex_unlock(&l->mu);
+				return NULL;
+			}
+			if (seen++ > 0)
+				abandon(l);
+			fleet_interrupt();
+			if (l->tty)
+				printf("\r\033[K");
+			fflush(stdout);
+			cli_error(0, "interrupted: finishing %zu running VMs; press Ctrl-C again to abandon them",
+			    fleet_running());
+			if (l->tty)
+				live_line(l);
+		}
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+/* Starts the watcher with SIGINT and SIGTERM sent to it alone; 0, or -1 (then no interrupt is
+ * caught and the run goes on as before). */
+static int
+watch_start(live *l, sigset_t *old, struct sigaction *oint, struct sigaction *oterm)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigset_t ss;
+
+	if (pipe(l->pipe) != 0)
+		return -1;
+	fcntl(l->pipe[1], F_SETFL, O_NONBLOCK);
+	sig_fd = l->pipe[1];
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &ss, old); /* the workers inherit it */
+	/* A signal ignored on entry stays ignored (nohup, a script's background job). */
+	sigaction(SIGINT, NULL, oint);
+	sigaction(SIGTERM, NULL, oterm);
+	if (oint->sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	if (oterm->sa_handler != SIG_IGN)
+		sigaction(SIGTERM, &sa, NULL);
+	if (pthread_create(&l->watcher, NULL, watch, l) != 0) {
+		sigaction(SIGINT, oint, NULL);
+		sigaction(SIGTERM, oterm, NULL);
+		pthread_sigmask(SIG_SETMASK, old, NULL);
+		close(l->pipe[0]);
+		close(l->pipe[1]);
+		sig_fd = -1;
+		return -1;
+	}
+	l->watching = 1;
+	return 0;
+}
+
+static void
+watch_stop(live *l, const sigset_t *old, const struct sigaction *oint, const struct sigaction *oterm)
+{
+	unsigned char b = 0;
+
+	if (!l->watching)
+		return;
+	while (write(l->pipe[1], &b, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(l->watcher, NULL);
+	sigaction(SIGINT, oint, NULL);
+	sigaction(SIGTERM, oterm, NULL);
+	sig_fd = -1;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+	close(l->pipe[0]);
+	close(l->pipe[1]);
+	l->watching = 0;
+}
+
+/* --dry-run: the waves --canary and --batch would make, as fleet_run makes them. */
+static void
+print_waves(guest_target **t, size_t n, const fleet_opts *f, int json)
+{
+	cJSON *waves = cJSON_CreateArray();
+	size_t next = 0, size = f->batch > 0 ? (size_t)f->batch : f->batch_pct > 0 ? (n * (size_t)f->batch_pct + 99) / 100 : n;
+
+	if (size == 0)
+		size = 1;
+	while (next < n) {
+		size_t end = next == 0 && f->canary > 0 ? (size_t)f->canary : next + size;
+		cJSON *w = cJSON_CreateArray();
+
+		if (end > n)
+			end = n;
+		for (; next < end; next++)
+			cJSON_AddItemToArray(w, cJSON_CreateString(t[next]->name));
+		cJSON_AddItemToArray(waves, w);
+	}
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddItemToObject(o, "waves", waves);
+		cli_print_json(o);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("# plan: %d wave(s)", cJSON_GetArraySize(waves));
+	if (f->max_fail >= 0 || f->max_fail_pct >= 0)
+		printf(", stopping when more than %d%s fail", f->max_fail >= 0 ? f->max_fail : f->max_fail_pct,
+		    f->max_fail >= 0 ? "" : "%");
+	printf("\n");
+	{
+		int k = 0;
+
+		for (const cJSON *w = waves->child; w; w = w->next, k++) {
+			printf("#   %s:", k == 0 && f->canary > 0 ? "canary" : "wave");
+			for (const cJSON *v = w->child; v; v = v->next)
+				cli_printf(" %s", v->valuestring);
+			printf("\n");
+		}
+	}
+	cJSON_Delete(waves);
+}
+
+/* The summary: counts by state, and by image version and state. */
+static void
+print_summary(cJSON **res, size_t n, int json, double secs)
+{
+	cJSON *states = cJSON_CreateObject(), *images = cJSON_CreateObject();
+	char img[600];
+
+	for (size_t i = 0; i < n; i++) {
+		cJSON *per;
+
+		count(states, str(res[i], "state", "?"), 1);
+		image_label(img, sizeof img, res[i]);
+		if ((per = cJSON_GetObjectItemCaseSensitive(images, img)) == NULL)
+			per = cJSON_AddObjectToObject(images, img);
+		count(per, str(res[i], "state", "?"), 1);
+	}
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(states, "total", (double)n);
+		cJSON_AddItemToObject(states, "byImage", images);
+		cJSON_AddNumberToObject(states, "seconds", secs);
+		cJSON_AddItemToObject(o, "summary", states);
+		cli_print_json(o);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("# %zu VM(s):", n);
+	for (const cJSON *it = states->child; it; it = it->next)
+		cli_printf(" %s %d", it->string, (int)it->valuedouble);
+	printf(" (%.1fs)\n", secs);
+	for (const cJSON *im = images->child; im; im = im->next)
+		for (const cJSON *it = im->child; it; it = it->next)
+			cli_printf("#   %-52s %-18s %d\n", im->string, it->string, (int)it->valuedouble);
+	cJSON_Delete(states);
+	cJSON_Delete(images);
+}
+
+int
+cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
+    session_opts *o, const char *cmd)
+{
+	target_list p = {0};
+	cJSON **results = NULL;
+	live l = {.mu = PTHREAD_MUTEX_INITIALIZER, .start = lm_now_ms(), .json = c->json,
+		.tty = !c->json && isatty(STDOUT_FILENO)};
+	int rc, stopped;
+	fleet_opts f = c->fleet;
+	sigset_t oldmask;
+	struct sigaction oint, oterm;
+	size_t all;
+
+	o->state = c->state;
+	o->lume = c->lume;
+	o->ssh = c->ssh;
+	o->timeout_s = c->timeout_s;
+	o->wait_s = c->wait_s;
+	if ((rc = targets(&p, c, nvms, vms)) != EXIT_OK)
+		goto done;
+	all = p.n + p.nextra;
+	if (all == 0) { /* nothing to do is no failure: exit 0, saying so, and an empty summary */
+		rc = cli_error(EXIT_OK, "%s: no VMs: %s lists none", cmd, c->hosts_file ? c->hosts_file : "lume ls");
+		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000);
+		goto done;
+	}
+	if ((results = calloc(all, sizeof *results)) == NULL || (l.res = calloc(all, sizeof *l.res)) == NULL ||
+	    (l.started = calloc(all, 1)) == NULL || (l.states = cJSON_CreateObject()) == NULL) {
+		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
+		goto done;
+	}
+	l.total = all;
+	l.targets = p.targets;
+	l.ntargets = p.n;
+	if (l.tty) {
+		pthread_mutex_lock(&l.mu);
+		live_line(&l); /* at once, before any VM answers */
+		pthread_mutex_unlock(&l.mu);
+	}
+	for (size_t i = 0; i < p.nextra; i++)
+		progress(&l, p.n + i, p.extra[i], i + 1, all);
+	l.base = p.nextra;
+	l.done = 0;
+	f.progress = progress;
+	f.progress_ctx = &l;
+	f.started = started;
+	watch_start(&l, &oldmask, &oint, &oterm);
+	stopped = p.n ? fleet_run(results, p.targets, p.n, fn, o, &f) : 0;
+	watch_stop(&l, &oldmask, &oint, &oterm);
+	if (p.nextra > 0)
+		memcpy(results + p.n, p.extra, p.nextra * sizeof *results);
+	p.nextra = 0;
+	if (l.tty)
+		printf("\r\033[K");
+	if (o->dry_run && p.n > 0)
+		print_waves(p.targets, p.n, &f, c->json);
+	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000);
+	/* a stopped run is exit 1; an interrupted one 130, as a shell reports SIGINT */
+	rc = fleet_interrupted() ? 130 : stopped ? EXIT_SOMEFAIL : session_exit_code(results, all);
+	for (size_t i = 0; i < all; i++)
+		cJSON_Delete(results[i]);
+done:
+	cJSON_Delete(l.states);
+	for (size_t i = 0; l.res && i < l.total; i++)
+		cJSON_Delete(l.res[i]);
+	free(l.res);
+	free(l.started);
+	relay_free(p.relay);
+	for (size_t i = 0; i < p.n; i++)
+		guest_target_free(p.targets[i]);
+	for (size_t i = 0; i < p.nextra; i++)
+		cJSON_Delete(p.extra[i]);
+	free(p.targets);
+	free(p.extra);
+	free(results);
+	return rc;
+}

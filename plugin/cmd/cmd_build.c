@@ -1,0 +1,51 @@
+/* lume-metal build: writes the payload. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include "cmd/cli.h"
+#include "core/payload.h"
+
+int
+cmd_build(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"target", required_argument, NULL, 't'}, {"profile", required_argument, NULL, 'p'},
+		{"workload", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
+	};
+	payload_build_opts o = {.datadir = cli_datadir(), .target = "macos", .workload = "llama-server"};
+	char err[LM_ERRLEN], defout[64];
+	payload_info *info;
+	struct stat st;
+	int c, json = 0, rc;
+
+	while ((c = cli_getopt(argc, argv, "build", "o:", opts)) != -1) {
+		switch (c) {
+		case 't': o.target = optarg; break;
+		case 'p': o.profile = optarg; break;
+		case 'w': o.workload = optarg; break;
+		case 'o': o.out = optarg; break;
+		case 'j': json = 1; break;
+		case 'F': if (cli_format(optarg, "build", &json) < 0) return EXIT_USAGE; break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		return cli_error(EXIT_USAGE, "build: unexpected argument '%s'", argv[optind]);
+	if (o.out != NULL && stat(o.out, &st) == 0 && S_ISDIR(st.st_mode))
+		return cli_error(EXIT_USAGE, "build: -o %s: is a directory; -o names the file to write "
+		    "(e.g. DIR/lume-metal-%s.tar.gz)", o.out, o.target);
+	if (o.out == NULL) {
+		snprintf(defout, sizeof defout, "lume-metal-%s.tar.gz", o.target);
+		o.out = defout;
+	}
+	if ((rc = payload_build(&info, &o, err)) != LM_OK)
+		return cli_fail(rc, err);
+	cli_print_payload(info, o.out, json);
+	payload_info_free(info);
+	return EXIT_OK;
+}
+

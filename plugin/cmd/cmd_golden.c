@@ -1,0 +1,174 @@
+/* lume-metal golden: build a validated image from a stopped VM and publish it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "ops/golden.h"
+#include "core/image.h"
+#include "core/ledger.h"
+
+/* One stderr line per step start and end, with the elapsed time; everything escaped. */
+static void
+progress(void *ctx, int step, const char *state, const char *detail, int64_t elapsed_ms)
+{
+	lm_buf b = {0};
+
+	(void)ctx;
+	if (cli_bprintf(&b, "golden [%6.1f s] %-8s %s%s%s\n", (double)elapsed_ms / 1000.0, golden_step_name(step),
+	    strcmp(state, "start") == 0 ? "" : state, detail && strcmp(state, "start") != 0 ? ": " : "",
+	    detail ? detail : "") == 0 && b.data)
+		fputs(b.data, stderr);
+	lm_buf_free(&b);
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void
+print_text(const cJSON *r)
+{
+	const char *st = str(r, "state"), *msg = str(r, "message");
+	const cJSON *s;
+
+	if (strcmp(st, "planned") == 0) {
+		int i = 1;
+
+		cli_printf("plan for %s (nothing run):\n", str(r, "reference"));
+		cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "steps"))
+			cli_printf("  %2d. %-8s %s\n", i++, str(s, "step"), str(s, "command"));
+		return;
+	}
+	if (strcmp(st, "published") == 0) {
+		char label[256];
+
+		cli_printf("published %s %s\n", str(r, "reference"), str(r, "digest"));
+		ledger_key_label(label, sizeof label, cJSON_GetObjectItemCaseSensitive(r, "key"), str(r, "reference"));
+		cli_printf("recorded: golden pass under %s\n", label);
+		return;
+	}
+	cli_printf("%s %s: %s%s%s\n", str(r, "reference"), st, msg ? msg : "",
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? "; build VM kept: " : "",
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? str(r, "build") : "");
+}
+
+int
+cmd_golden(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
+		{"pull", required_argument, NULL, 'P'}, {"pull-registry", required_argument, NULL, 'R'},
+		{"pull-organization", required_argument, NULL, 'O'}, {"registry", required_argument, NULL, 'r'},
+		{"organization", required_argument, NULL, 'o'}, {"additional-tags", required_argument, NULL, 't'},
+		{"build-vm", required_argument, NULL, 'b'}, {"keep", no_argument, NULL, 'k'},
+		{"dry-run", no_argument, NULL, 'n'}, {"image", required_argument, NULL, 'I'},
+		{"evidence", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
+	};
+	golden_opts g = {0};
+	cli_validate cv = {0};
+	cli_conn conn;
+	const char **tags = NULL;
+	char err[LM_ERRLEN] = "", build[64], pulled[IMAGE_NAME_MAX + 1];
+	cJSON *res = NULL;
+	int c, rc = EXIT_OK, npos;
+
+	cli_conn_init(&conn);
+	if ((tags = calloc((size_t)argc + 1, sizeof *tags)) == NULL)
+		return cli_error(EXIT_SOMEFAIL, "out of memory");
+	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "golden", CLI_CONN_SHORT, opts)) != -1) {
+		int f = cli_conn_flag(&conn, c, optarg, "golden");
+
+		if (f == 0)
+			f = cli_validate_flag(&cv, c, optarg, "golden");
+		if (f != 0) {
+			rc = f < 0 ? EXIT_USAGE : EXIT_OK;
+			continue;
+		}
+		switch (c) {
+		case 'P': g.pull = optarg; break;
+		case 'R': g.pull_registry = optarg; break;
+		case 'O': g.pull_organization = optarg; break;
+		case 'r': g.registry = optarg; break;
+		case 'o': g.organization = optarg; break;
+		case 't': tags[g.ntags++] = optarg; break;
+		case 'b': g.build = optarg; break;
+		case 'k': g.keep = 1; break;
+		case 'n': g.dry_run = 1; break;
+		case 'E': cv.v.evidence = optarg; break;
+		case 'I': g.deploy.image = optarg; break;
+		default: rc = EXIT_USAGE;
+		}
+	}
+	if (rc != EXIT_OK)
+		goto done;
+	npos = argc - optind;
+	if (conn.nhosts || conn.hosts_file || conn.all) {
+		rc = cli_error(EXIT_USAGE, "golden: builds on this Mac's Lume; --host, --hosts and --all do not apply");
+		goto done;
+	}
+	if (g.pull ? npos < 1 || npos > 2 : npos != 2) {
+		rc = cli_error(EXIT_USAGE, "golden: usage: golden SOURCE IMAGE:TAG, or golden --pull BASE:TAG [NAME] IMAGE:TAG");
+		goto done;
+	}
+	g.image_tag = argv[argc - 1];
+	if (npos == 2)
+		g.source = argv[optind];
+	else {
+		/* Lume's own name for a pull: image_tag. */
+		size_t i;
+
+		snprintf(pulled, sizeof pulled, "%s", g.pull);
+		for (i = 0; pulled[i]; i++)
+			if (pulled[i] == ':' || pulled[i] == '/')
+				pulled[i] = '_';
+		g.source = pulled;
+	}
+	if (g.build == NULL) {
+		snprintf(build, sizeof build, "lume-metal-golden-%ld", (long)getpid());
+		g.build = build;
+	}
+	if ((rc = cli_state_readable(&conn, "golden")) != EXIT_OK)
+		goto done;
+	if (g.registry == NULL) /* the config file's, else golden.c's default */
+		g.registry = cli_conn_setting(&conn, "registry");
+	if (g.organization == NULL)
+		g.organization = cli_conn_setting(&conn, "organization");
+	if ((rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK ||
+	    (rc = cli_validate_setup(&cv, &conn, &g.deploy, cv.v.model != NULL, "golden")) != EXIT_OK)
+		goto done;
+	/* A workload that requires validation would refuse every VM pulled from an image without a
+	 * validate record: its golden image is validated here or not built. */
+	if (g.deploy.require_validation && cv.v.model == NULL) {
+		rc = cli_error(EXIT_USAGE, "golden: the workload %s requires validation (requireValidation): give --model "
+		    "PATH (the model's path in the guest)", conn.info->workload);
+		goto done;
+	}
+	g.model = cv.v.model;
+	g.tags = tags;
+	g.port = conn.port;
+	g.deploy.state = conn.state, g.deploy.lume = conn.lume, g.deploy.ssh = conn.ssh;
+	g.deploy.timeout_s = conn.timeout_s;
+	g.deploy.wait_s = conn.wait_s ? conn.wait_s : GOLDEN_SHORT_S;
+	g.progress = progress;
+	rc = golden_build(&res, &g, err);
+	if (res == NULL) {
+		rc = cli_fail(rc, err);
+		goto done;
+	}
+	if (conn.json)
+		cli_print_json(res);
+	else
+		print_text(res);
+	rc = rc == LM_OK ? EXIT_OK : rc == LM_EINPUT ? EXIT_USAGE : rc == LM_EREFUSED ? EXIT_REFUSED : EXIT_SOMEFAIL;
+done:
+	cJSON_Delete(res);
+	free(tags);
+	cli_conn_free(&conn);
+	return rc;
+}

@@ -1,0 +1,201 @@
+/* lume-metal ledger: the results per image version, shown, exported or merged from other machines. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd/cli.h"
+#include "net/identity.h"
+#include "core/ledger.h"
+
+typedef struct {
+	const char *image; /* --image filter, or NULL */
+	int mode;          /* 's' show, 'j' json, 'c' csv */
+	int docs;
+	cJSON *all;        /* --json: every document */
+} walk;
+
+static const char *
+s(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
+ * holds a comma or a quote. */
+static void
+csv(const char *v, int last)
+{
+	lm_buf e = {0};
+
+	if (cli_escape(&e, v) == 0 && e.data != NULL && strpbrk(e.data, ",\"") != NULL) {
+		putchar('"');
+		for (const char *p = e.data; *p; p++) {
+			if (*p == '"')
+				putchar('"');
+			putchar(*p);
+		}
+		putchar('"');
+	} else if (e.data != NULL)
+		fputs(e.data, stdout);
+	putchar(last ? '\n' : ',');
+	lm_buf_free(&e);
+}
+
+static int
+each(const cJSON *doc, const char *path, void *ctx)
+{
+	walk *w = ctx;
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
+	const char *ref = identity_doc_ref(doc);
+	char label[LEDGER_STR_MAX + 64];
+
+	if (w->image && !identity_doc_is(doc, w->image))
+		return 0;
+	w->docs++;
+	if (w->mode == 'j') {
+		cJSON *d = cJSON_Duplicate(doc, 1);
+
+		cJSON_AddStringToObject(d, "path", path);
+		cJSON_AddItemToArray(w->all, d);
+		return 0;
+	}
+	if (w->mode == 's')
+		cli_printf("%s  guest %s (%s) %s  host %s %s (%s)\n  %s\n", ledger_key_label(label, sizeof label, key, ref),
+		    s(key, "guestOS"), s(key, "guestBuild"), s(key, "guestModel"), s(key, "hostChip"), s(key, "hostModel"),
+		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(key, "hostBuild")) ? s(key, "hostBuild") : "build unknown",
+		    path);
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
+
+		if (w->mode == 's') {
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
+			    s(r, "payloadSha256"), s(r, "profile"));
+			continue;
+		}
+		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
+		csv(s(key, "guestBuild"), 0), csv(s(key, "guestModel"), 0), csv(s(key, "hostChip"), 0);
+		csv(s(key, "hostBuild"), 0), csv(s(r, "time"), 0), csv(s(r, "kind"), 0), csv(s(r, "vm"), 0);
+		csv(verdict, 0), csv(s(r, "payloadSha256"), 0), csv(s(r, "profile"), 0);
+		/* The evidence columns; deploy and rollback records leave them empty (bench fills them). */
+		csv(s(r, "workload"), 0);
+		for (int i = 0; i < 6; i++)
+			csv("", i == 5);
+	}
+	return 0;
+}
+
+/* Whether directory dir (or its ledger/) holds a ledger document (a *.json file). */
+static int
+holds_documents(const char *dir)
+{
+	char sub[4096];
+	const char *where[] = {dir, sub};
+
+	snprintf(sub, sizeof sub, "%s/ledger", dir);
+	for (size_t k = 0; k < 2; k++) {
+		DIR *d = opendir(where[k]);
+		struct dirent *e;
+		int found = 0;
+
+		if (d == NULL)
+			continue;
+		while (!found && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+
+			found = e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
+		}
+		closedir(d);
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/* ledger merge SRC...: records fetched from other machines into this ledger. */
+static int
+merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
+{
+	ledger_merge_counts n;
+	char err[LM_ERRLEN];
+	int rc;
+
+	if (nsrcs == 0)
+		return cli_error(EXIT_USAGE, "ledger merge: takes one or more SRC (a ledger document, a ledger "
+		    "directory or a state directory); see 'lume-metal help ledger'");
+	if (mode == 'c' || image != NULL)
+		return cli_error(EXIT_USAGE, "ledger merge: takes neither --csv nor --image");
+	for (int i = 0; i < nsrcs; i++) { /* a folder of nothing is a wrong path, not a merge of nothing */
+		struct stat st;
+
+		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode) && !holds_documents(srcs[i]))
+			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger document (*.json, or ledger/*.json); "
+			    "nothing was merged", srcs[i]);
+	}
+	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
+		return cli_fail(rc, err);
+	if (mode == 'j') {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "merged", n.merged);
+		cJSON_AddNumberToObject(o, "documents", n.documents);
+		cJSON_AddNumberToObject(o, "present", n.present);
+		cJSON_AddNumberToObject(o, "sources", n.sources);
+		cli_print_json(o);
+		cJSON_Delete(o);
+	} else
+		printf("merged %d record(s) into %d document(s); %d already present\n", n.merged, n.documents,
+		    n.present);
+	return EXIT_OK;
+}
+
+int
+cmd_ledger(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"state", required_argument, NULL, 's'}, {"image", required_argument, NULL, 'm'},
+		{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+	};
+	walk w = {.mode = 's'};
+	const char *verb = "show";
+	char err[LM_ERRLEN];
+	cli_conn conn;
+	int c, rc;
+
+	cli_conn_init(&conn);
+	while ((c = cli_getopt(argc, argv, "ledger", "", opts)) != -1) {
+		switch (c) {
+		case 's': cli_conn_flag(&conn, 1007, optarg, "ledger"); break;
+		case 'm': w.image = optarg; break;
+		case 'j': w.mode = 'j'; break;
+		case 'c': w.mode = 'c'; break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if ((rc = cli_conn_ready(&conn, "ledger")) != EXIT_OK)
+		return rc;
+	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
+		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
+	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
+	    strcmp(verb, "export") != 0))
+		return cli_error(EXIT_USAGE, "ledger: takes show, export or merge; see 'lume-metal help ledger'");
+	if (strcmp(verb, "export") == 0 && w.mode == 's')
+		w.mode = 'c';
+	if (w.mode == 'c')
+		printf("image,image_digest,guest_os,guest_build,guest_model,host_chip,host_build,time,kind,vm,verdict,"
+		    "payload_sha256,profile,workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,"
+		    "shim_to_host_percent\n");
+	w.all = cJSON_CreateArray();
+	/* A document that does not read costs only itself: the others are shown, then it is named. */
+	rc = ledger_each(conn.state, each, &w, err);
+	if (w.mode == 'j')
+		cli_print_json(w.all);
+	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
+		cli_printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
+		    conn.state);
+	cJSON_Delete(w.all);
+	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);
+}

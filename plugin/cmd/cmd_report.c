@@ -1,0 +1,301 @@
+/* lume-metal report: the evidence table from llama-bench JSON, or from the ledger's bench records. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bench.h"
+#include "cmd/cli.h"
+#include "net/identity.h"
+#include "core/ledger.h"
+
+enum { FORM_TEXT, FORM_CSV, FORM_MARKDOWN, FORM_JSON };
+
+typedef struct {
+	const char *image; /* --image filter, or NULL */
+	int form, records;
+	lm_buf out;
+	cJSON *all;        /* --json: one object per document with bench records */
+} walk;
+
+static const char *
+s(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double
+num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A CSV field into b, escaped as cli_printf escapes it (so it holds no newline), and quoted
+ * when it holds a comma or a quote. */
+static void
+csv(lm_buf *b, const char *v)
+{
+	lm_buf e = {0};
+
+	if (cli_escape(&e, v) != 0 || e.data == NULL)
+		lm_buf_add(b, ",", 1);
+	else if (strpbrk(e.data, ",\"") == NULL)
+		lm_buf_addf(b, "%s,", e.data);
+	else {
+		lm_buf_add(b, "\"", 1);
+		for (const char *p = e.data; *p; p++) {
+			if (*p == '"')
+				lm_buf_add(b, "\"", 1);
+			lm_buf_add(b, p, 1);
+		}
+		lm_buf_add(b, "\",", 2);
+	}
+	lm_buf_free(&e);
+}
+
+/* A Markdown cell into b, escaped, its pipes as \|. */
+static void
+md(lm_buf *b, const char *v)
+{
+	lm_buf e = {0};
+
+	lm_buf_add(b, "| ", 2);
+	if (cli_escape(&e, v) == 0 && e.data != NULL)
+		for (const char *p = e.data; *p; p++)
+			lm_buf_add(b, *p == '|' ? "\\|" : p, *p == '|' ? 2 : 1);
+	lm_buf_add(b, " ", 1);
+	lm_buf_free(&e);
+}
+
+static void
+cell(char *out, size_t len, double v, const char *suffix)
+{
+	if (isfinite(v))
+		snprintf(out, len, "%.2f%s", v, suffix);
+	else
+		snprintf(out, len, "-");
+}
+
+/* One ledger document: its bench records, in the chosen form. */
+static int
+each(const cJSON *doc, const char *path, void *ctx)
+{
+	walk *w = ctx;
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
+	cJSON *recs = NULL;
+	char err[LM_ERRLEN], guest[256], label[LEDGER_STR_MAX + 64];
+	const char *ref = identity_doc_ref(doc);
+	int n = 0;
+
+	if (w->image && !identity_doc_is(doc, w->image))
+		return 0;
+	ledger_key_label(label, sizeof label, key, ref);
+	snprintf(guest, sizeof guest, "%s (%s)", s(key, "guestOS"), s(key, "guestBuild"));
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "bench"), *x;
+		lm_buf lead = {0};
+
+		n++;
+		if (strcmp(s(r, "kind"), "bench") != 0)
+			continue;
+		if (bench_table_check(t, err) != LM_OK) {
+			cJSON_Delete(recs);
+			return cli_error(EXIT_USAGE, "%s: record %d: %s", path, n, err);
+		}
+		w->records++;
+		if (w->form == FORM_JSON) {
+			if (recs == NULL)
+				recs = cJSON_CreateArray();
+			cJSON_AddItemToArray(recs, cJSON_Duplicate(r, 1));
+			continue;
+		}
+		if (w->form == FORM_TEXT) {
+			cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "tests")) {
+				char st[32], sh[32], ho[32], ra[32], pc[32];
+				const cJSON *eff = cJSON_GetObjectItemCaseSensitive(t, "shim_effective");
+
+				cell(st, sizeof st, num(cJSON_GetObjectItemCaseSensitive(x, "stock"), "median"), "");
+				cell(sh, sizeof sh, num(cJSON_GetObjectItemCaseSensitive(x, "shim"), "median"), "");
+				cell(ho, sizeof ho, num(cJSON_GetObjectItemCaseSensitive(x, "host"), "median"), "");
+				cell(ra, sizeof ra, num(x, "guest_ratio"), "x");
+				cell(pc, sizeof pc, num(x, "shim_to_host_percent"), "%");
+				cli_bprintf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", label,
+				    guest, s(r, "time"), *s(r, "vm") ? s(r, "vm") : "-", s(t, "workload"), s(x, "test"), st, sh, ho,
+				    cJSON_IsFalse(eff) ? "no effect" : ra, pc);
+			}
+			continue;
+		}
+		if (w->form == FORM_CSV) {
+			csv(&lead, ref ? ref : ""), csv(&lead, s(key, "imageDigest")), csv(&lead, s(key, "guestOS"));
+			csv(&lead, s(key, "guestBuild")), csv(&lead, s(key, "hostChip")), csv(&lead, s(key, "hostBuild"));
+			csv(&lead, s(r, "time")), csv(&lead, s(r, "vm"));
+		} else {
+			md(&lead, label), md(&lead, guest), md(&lead, s(r, "time")), md(&lead, s(r, "vm"));
+		}
+		if (lead.data == NULL || bench_render(&w->out, t, w->form == FORM_CSV ? BENCH_CSV : BENCH_MARKDOWN, lead.data,
+		    err) != LM_OK) {
+			lm_buf_free(&lead);
+			return cli_error(EXIT_SOMEFAIL, "%s: record %d: %s", path, n, lead.data ? err : "out of memory");
+		}
+		lm_buf_free(&lead);
+	}
+	if (recs) {
+		cJSON *d = cJSON_CreateObject();
+
+		cJSON_AddItemToObject(d, "key", cJSON_Duplicate(key, 1));
+		cJSON_AddStringToObject(d, "path", path);
+		cJSON_AddItemToObject(d, "records", recs);
+		cJSON_AddItemToArray(w->all, d);
+	}
+	return 0;
+}
+
+static int
+report_ledger(const char *state, const char *image, int form)
+{
+	walk w = {.image = image, .form = form};
+	char err[LM_ERRLEN];
+	int rc;
+
+	if (form == FORM_TEXT)
+		lm_buf_addf(&w.out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", "image", "guest", "time",
+		    "vm", "workload", "test", "stock", "shim", "host", "speedup", "shim/host");
+	else if (form == FORM_CSV)
+		lm_buf_addf(&w.out, "image,image_digest,guest_os,guest_build,host_chip,host_build,time,vm,%s\n",
+		    BENCH_CSV_HEADER);
+	else if (form == FORM_MARKDOWN)
+		bench_markdown_header(&w.out, "| image | guest | time | vm ");
+	w.all = cJSON_CreateArray();
+	rc = ledger_each(state, each, &w, err);
+	if (rc < 0) { /* what the readable documents hold, then the one that is not */
+		if (form == FORM_JSON)
+			cli_print_json(w.all);
+		else if (w.out.data)
+			fputs(w.out.data, stdout);
+		cJSON_Delete(w.all);
+		lm_buf_free(&w.out);
+		return cli_fail(rc, err);
+	}
+	if (rc > 0) { /* each printed the reason */
+		cJSON_Delete(w.all);
+		lm_buf_free(&w.out);
+		return rc;
+	}
+	if (form == FORM_JSON)
+		cli_print_json(w.all);
+	else if (w.records == 0 && form == FORM_TEXT)
+		cli_printf("no bench records%s%s under %s/ledger\n", image ? " for " : "", image ? image : "", state);
+	else if (w.out.data)
+		cli_text(stdout, w.out.data, 1);
+	cJSON_Delete(w.all);
+	lm_buf_free(&w.out);
+	return EXIT_OK;
+}
+
+int
+cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"workload", required_argument, NULL, 'w'}, {"csv", no_argument, NULL, 'c'},
+		{"markdown", no_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'},
+		{"min-samples", required_argument, NULL, 'n'}, {"ledger", no_argument, NULL, 'l'},
+		{"image", required_argument, NULL, 'i'}, {"state", required_argument, NULL, 's'}, {NULL, 0, NULL, 0},
+	};
+	const char *files[3] = {NULL, NULL, NULL}, *names[3] = {"stock", "shim", "host"}, *workload = NULL, *image = NULL;
+	bench_arm arms[3];
+	char err[LM_ERRLEN], *end;
+	int c, form = FORM_TEXT, forms = 0, ledger = 0, rc = EXIT_OK, loaded = 0;
+	long min_samples = BENCH_MIN_SAMPLES;
+	cJSON *table = NULL;
+	lm_buf out = {0};
+	cli_conn conn;
+
+	cli_conn_init(&conn);
+	while ((c = cli_getopt(argc, argv, "report", "", opts)) != -1) {
+		switch (c) {
+		case 'w': workload = optarg; break;
+		case 'c': form = FORM_CSV, forms++; break;
+		case 'm': form = FORM_MARKDOWN, forms++; break;
+		case 'j': form = FORM_JSON, forms++; break;
+		case 'l': ledger = 1; break;
+		case 'i': image = optarg; break;
+		case 's': cli_conn_flag(&conn, 1007, optarg, "report"); break;
+		case 'n':
+			errno = 0;
+			min_samples = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || min_samples < 1 || min_samples > 1000000)
+				return cli_error(EXIT_USAGE, "report: --min-samples %s: not a whole number of at least 1", optarg);
+			break;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (forms > 1)
+		return cli_error(EXIT_USAGE, "report: takes one of --csv, --markdown and --json");
+	if (ledger) {
+		if (argc - optind != 0)
+			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
+		if ((rc = cli_conn_ready(&conn, "report")) != EXIT_OK)
+			return rc;
+		return report_ledger(conn.state, image, form);
+	}
+	if (image)
+		return cli_error(EXIT_USAGE, "report: --image goes with --ledger");
+	for (int i = optind; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		int a = -1;
+
+		for (int k = 0; k < 3 && eq; k++)
+			if ((size_t)(eq - argv[i]) == strlen(names[k]) && strncmp(argv[i], names[k], strlen(names[k])) == 0)
+				a = k;
+		if (a < 0 || eq[1] == '\0')
+			return cli_error(EXIT_USAGE, "report: %s: expected stock=FILE, shim=FILE or host=FILE", argv[i]);
+		if (files[a])
+			return cli_error(EXIT_USAGE, "report: %s= given twice", names[a]);
+		files[a] = eq + 1;
+	}
+	if (files[0] == NULL || files[1] == NULL)
+		return cli_error(EXIT_USAGE, "report: needs stock=FILE and shim=FILE; see 'lume-metal help report'");
+	for (; loaded < 3; loaded++) {
+		if (files[loaded] == NULL) {
+			memset(&arms[loaded], 0, sizeof arms[loaded]);
+			continue;
+		}
+		if ((rc = bench_load(&arms[loaded], files[loaded], (int)min_samples, err)) != LM_OK) {
+			rc = cli_fail(rc, err);
+			goto done;
+		}
+	}
+	if ((rc = bench_table(&table, &arms[0], &arms[1], files[2] ? &arms[2] : NULL, workload, err)) != LM_OK) {
+		rc = cli_fail(rc, err);
+		goto done;
+	}
+	if (form == FORM_JSON) {
+		cli_print_json(table);
+	} else {
+		if (form == FORM_CSV)
+			lm_buf_addf(&out, "%s\n", BENCH_CSV_HEADER);
+		else if (form == FORM_MARKDOWN)
+			bench_markdown_header(&out, NULL);
+		if ((rc = bench_render(&out, table, form == FORM_CSV ? BENCH_CSV : form == FORM_MARKDOWN ? BENCH_MARKDOWN :
+		    BENCH_TEXT, NULL, err)) != LM_OK) {
+			rc = cli_fail(rc, err);
+			goto done;
+		}
+		cli_text(stdout, out.data, 1);
+	}
+	rc = EXIT_OK;
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(table, "shim_effective")))
+		rc = cli_error(EXIT_SOMEFAIL, "report: shim not effective: %s shows simdgroup matrix mul. = false "
+		    "(the stock path)", arms[1].stderr_path);
+done:
+	for (int i = 0; i < loaded; i++)
+		bench_arm_free(&arms[i]);
+	cJSON_Delete(table);
+	lm_buf_free(&out);
+	return rc;
+}

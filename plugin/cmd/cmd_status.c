@@ -1,0 +1,34 @@
+/* lume-metal status: what is installed, the service, drift, and the ledger's verdict. */
+#include <stdio.h>
+
+#include "cmd/cli.h"
+#include "ops/status.h"
+
+int
+cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_CONN_OPTIONS, {"image", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+	};
+	session_opts o = {0};
+	cli_conn conn;
+	int c, rc;
+
+	cli_conn_init(&conn);
+	while ((c = cli_getopt(argc, argv, "status", CLI_CONN_SHORT, opts)) != -1) {
+		if ((rc = cli_conn_flag(&conn, c, optarg, "status")) != 0) {
+			if (rc < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		if (c != 'm') {
+			cli_conn_free(&conn);
+			return EXIT_USAGE;
+		}
+		o.image = optarg;
+	}
+	if ((rc = cli_conn_check(&conn, argc - optind, "status")) == EXIT_OK)
+		rc = cli_run_vms(&conn, argc - optind, argv + optind, status_one, &o, "status");
+	cli_conn_free(&conn);
+	return rc;
+}

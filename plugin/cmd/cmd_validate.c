@@ -1,0 +1,142 @@
+/* lume-metal validate: llama-perplexity stock and through run-with-shim in one VM, compared by
+ * KL divergence, recorded per image version (the gate of workloads that require it). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+
+/* Each arm's start and end on stderr, escaped: the stock arm takes about ten times as long. */
+static void
+show_progress(void *ctx, const char *vm, const char *arm, const char *phase, double elapsed_s)
+{
+	lm_buf b = {0};
+
+	(void)ctx;
+	if (strcmp(phase, "start") == 0)
+		cli_bprintf(&b, "lume-metal: %s: %s arm started at %.1f s\n", vm, arm, elapsed_s);
+	else
+		cli_bprintf(&b, "lume-metal: %s: %s arm finished at %.1f s\n", vm, arm, elapsed_s);
+	if (b.data)
+		fputs(b.data, stderr);
+	lm_buf_free(&b);
+}
+
+static double
+num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *
+metal_line(char *out, size_t len, const cJSON *m)
+{
+	const cJSON *fam = cJSON_GetObjectItemCaseSensitive(m, "apple_family");
+	const cJSON *mm = cJSON_GetObjectItemCaseSensitive(m, "simdgroup_matrix_mul");
+
+	if (!cJSON_IsObject(m))
+		snprintf(out, len, "no ggml_metal_device_init lines");
+	else
+		snprintf(out, len, "Apple family %d, simdgroup matrix mul. %s", cJSON_IsNumber(fam) ? fam->valueint : 0,
+		    cJSON_IsTrue(mm) ? "true" : cJSON_IsFalse(mm) ? "false" : "unknown");
+	return out;
+}
+
+static void
+print_text(const cJSON *res)
+{
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(res, "message");
+	const cJSON *val = cJSON_GetObjectItemCaseSensitive(res, "validation");
+	const cJSON *build = cJSON_GetObjectItemCaseSensitive(res, "build");
+	char a[96], b[96];
+
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(val, "meanKld"))) {
+		cli_printf("  mean KLD        %.6f  (at most %g)\n", num(val, "meanKld"),
+		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxMeanKld"));
+		cli_printf("  99.9%% KLD       %.6f\n", num(val, "kld999"));
+		cli_printf("  same top token  %.3f%%  (at least %g%%)\n", num(val, "sameTopPercent"),
+		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "minSameTopPercent"));
+		cli_printf("  PPL(Q)/PPL(base) %.6f  (within %g of 1)\n", num(val, "pplRatio"),
+		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxPplRatioDeviation"));
+	}
+	if (cJSON_IsObject(val)) {
+		cli_printf("  stock arm: %s\n", metal_line(a, sizeof a, cJSON_GetObjectItemCaseSensitive(val, "stockMetal")));
+		cli_printf("  shim arm:  %s\n", metal_line(b, sizeof b, cJSON_GetObjectItemCaseSensitive(val, "shimMetal")));
+	}
+	if (cJSON_IsString(build) && *build->valuestring)
+		cli_printf("  llama.cpp build: %s\n", build->valuestring);
+	cli_printf("%s: %s%s%s\n", cJSON_GetObjectItemCaseSensitive(res, "vm")->valuestring,
+	    cJSON_GetObjectItemCaseSensitive(res, "state")->valuestring, cJSON_IsString(msg) ? ": " : "",
+	    cJSON_IsString(msg) ? msg->valuestring : "");
+}
+
+int
+cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
+		{"evidence", required_argument, NULL, 'E'}, {"image", required_argument, NULL, 'I'}, {NULL, 0, NULL, 0},
+	};
+	cli_validate cv = {.v = {.progress = show_progress}};
+	session_opts o = {0};
+	cli_conn conn;
+	cJSON *res = NULL;
+	char err[LM_ERRLEN];
+	int c, f, rc = EXIT_OK;
+
+	cli_conn_init(&conn);
+	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "validate", CLI_CONN_SHORT, opts)) != -1) {
+		if ((f = cli_conn_flag(&conn, c, optarg, "validate")) != 0 ||
+		    (f = cli_validate_flag(&cv, c, optarg, "validate")) != 0) {
+			rc = f < 0 ? EXIT_USAGE : EXIT_OK;
+			continue;
+		}
+		switch (c) {
+		case 'E': cv.v.evidence = optarg; break;
+		case 'I': o.image = optarg; break;
+		default: rc = EXIT_USAGE;
+		}
+	}
+	if (rc != EXIT_OK)
+		goto done;
+	if (argc - optind + (int)conn.nhosts != 1 || conn.all || conn.hosts_file) {
+		rc = cli_error(EXIT_USAGE, "validate: takes exactly one VM (a Lume name or --host user@addr[:port]); "
+		    "validation is per image version, so one VM of each version is enough");
+		goto done;
+	}
+	if (cv.v.model == NULL) {
+		rc = cli_error(EXIT_USAGE, "validate: --model PATH (the model's path in the guest) is required");
+		goto done;
+	}
+	if ((rc = cli_state_readable(&conn, "validate")) != EXIT_OK ||
+	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "validate")) != EXIT_OK) ||
+	    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK ||
+	    (rc = cli_validate_setup(&cv, &conn, &o, 1, "validate")) != EXIT_OK)
+		goto done;
+	{
+		guest_target *t = NULL;
+
+		/* Two llama-perplexity runs of a large model, the stock one on the slow kernels. */
+		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
+			goto done;
+		validate_one(&res, t, &o, err);
+		guest_target_free(t);
+	}
+	if (conn.json)
+		cli_print_json(res);
+	else
+		print_text(res);
+	{
+		const char *st = cJSON_GetObjectItemCaseSensitive(res, "state")->valuestring;
+
+		rc = strcmp(st, "validated") == 0 ? EXIT_OK
+		    : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "inputError")) ? EXIT_USAGE : EXIT_SOMEFAIL;
+	}
+done:
+	cJSON_Delete(res);
+	cli_conn_free(&conn);
+	return rc;
+}

@@ -1,0 +1,556 @@
+/* registry: see registry.h. */
+#include "net/registry.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "core/util.h"
+
+static const char accept_types[] =
+    "Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
+    "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json";
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+
+static void
+curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void
+wipe_free(char *s)
+{
+	if (s != NULL) {
+		lm_wipe(s, strlen(s));
+		free(s);
+	}
+}
+
+int
+registry_creds_from_env(registry_creds *out)
+{
+	const char *u = getenv("GITHUB_USERNAME"), *s = getenv("GITHUB_TOKEN");
+
+	out->user = out->secret = NULL;
+	if (u == NULL)
+		u = getenv("GHCR_USERNAME");
+	if (s == NULL)
+		s = getenv("GHCR_TOKEN");
+	if (u == NULL || s == NULL || *u == '\0' || *s == '\0')
+		return 0;
+	if ((out->user = strdup(u)) == NULL || (out->secret = strdup(s)) == NULL) {
+		registry_creds_clear(out);
+		return LM_EFAIL;
+	}
+	return 1;
+}
+
+void
+registry_creds_clear(registry_creds *c)
+{
+	if (c == NULL)
+		return;
+	wipe_free(c->user);
+	wipe_free(c->secret);
+	c->user = c->secret = NULL;
+}
+
+/* HOST[:PORT], HOST a DNS name, an IPv4 address or [IPv6]. *loopback says whether HOST is one. */
+static int
+registry_ok(const char *r, int *loopback)
+{
+	const char *h = r, *end, *p;
+	char host[256];
+	size_t hl;
+	unsigned char a[16];
+
+	if (r == NULL || *r == '\0' || strlen(r) > 255)
+		return 0;
+	if (*r == '[') {
+		if ((end = strchr(r, ']')) == NULL)
+			return 0;
+		h = r + 1;
+		p = end + 1;
+	} else {
+		end = strchr(r, ':');
+		if (end == NULL)
+			end = r + strlen(r);
+		p = end;
+		for (const char *q = r; q < end; q++)
+			if (!(isalnum((unsigned char)*q) || *q == '.' || *q == '-'))
+				return 0;
+	}
+	hl = (size_t)(end - h);
+	if (hl == 0 || hl >= sizeof host)
+		return 0;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (*p == ':') {
+		size_t n = 0;
+
+		for (p++; isdigit((unsigned char)*p) && n < 6; p++, n++)
+			;
+		if (n == 0 || n > 5)
+			return 0;
+	}
+	if (*p != '\0')
+		return 0;
+	if (*r == '[') {
+		if (inet_pton(AF_INET6, host, a) != 1)
+			return 0;
+		*loopback = strcmp(host, "::1") == 0;
+	} else {
+		*loopback = strcasecmp(host, "localhost") == 0 || (inet_pton(AF_INET, host, a) == 1 && a[0] == 127);
+	}
+	return 1;
+}
+
+/* An OCI repository name: components [a-z0-9]+ joined by ".", "_", "__" or "-"+, separated by "/". */
+static int
+repo_ok(const char *s)
+{
+	size_t n = strlen(s), i = 0;
+
+	if (n == 0 || n > 255)
+		return 0;
+	for (;;) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+		while ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9'))
+			i++;
+		if (s[i] == '\0')
+			return 1;
+		if (s[i] == '/' || s[i] == '.')
+			i++;
+		else if (s[i] == '_')
+			i += s[i + 1] == '_' ? 2 : 1;
+		else if (s[i] == '-')
+			while (s[i] == '-')
+				i++;
+		else
+			return 0;
+	}
+}
+
+static int
+tag_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* What one request's headers said. */
+typedef struct {
+	size_t bytes;
+	int over;
+	char digest[REGISTRY_DIGEST_LEN + 2];
+	int digest_seen, digest_bad;
+	char challenge[4096]; /* the first WWW-Authenticate (Bearer preferred) */
+	int challenge_bearer, challenge_over;
+} heads;
+
+/* Header value of line (len bytes) when its name is name (case-insensitive), trimmed. */
+static const char *
+header_value(const char *line, size_t len, const char *name, size_t *vlen)
+{
+	size_t nl = strlen(name);
+
+	if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+		return NULL;
+	line += nl + 1;
+	len -= nl + 1;
+	while (len > 0 && (*line == ' ' || *line == '\t'))
+		line++, len--;
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	*vlen = len;
+	return line;
+}
+
+static size_t
+on_header(char *buf, size_t size, size_t n, void *arg)
+{
+	heads *h = arg;
+	size_t len = size * n, vl;
+	const char *v;
+
+	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response (after 100, or a retry) */
+		h->digest_seen = h->digest_bad = 0;
+		h->digest[0] = h->challenge[0] = '\0';
+		h->challenge_bearer = h->challenge_over = 0;
+	}
+	h->bytes += len;
+	if (h->bytes > REGISTRY_HEADERS_MAX) {
+		h->over = 1;
+		return 0; /* aborts the transfer */
+	}
+	if ((v = header_value(buf, len, "Docker-Content-Digest", &vl)) != NULL) {
+		h->digest_seen = 1;
+		h->digest_bad = vl != REGISTRY_DIGEST_LEN;
+		if (!h->digest_bad) {
+			memcpy(h->digest, v, vl);
+			h->digest[vl] = '\0';
+			h->digest_bad = strncmp(h->digest, "sha256:", 7) != 0 || !lm_is_sha256(h->digest + 7);
+		}
+	} else if ((v = header_value(buf, len, "WWW-Authenticate", &vl)) != NULL) {
+		int bearer = vl >= 7 && strncasecmp(v, "Bearer ", 7) == 0;
+
+		if (h->challenge[0] == '\0' || (bearer && !h->challenge_bearer)) {
+			if (vl >= sizeof h->challenge) {
+				h->challenge_over = 1;
+			} else {
+				memcpy(h->challenge, v, vl);
+				h->challenge[vl] = '\0';
+				h->challenge_bearer = bearer;
+			}
+		}
+	}
+	return len;
+}
+
+typedef struct {
+	lm_buf b;
+	int over;
+} body;
+
+static size_t
+on_body(char *buf, size_t size, size_t n, void *arg)
+{
+	body *bd = arg;
+	size_t len = size * n;
+
+	if (bd->b.len + len > REGISTRY_BODY_MAX) {
+		bd->over = 1;
+		return 0;
+	}
+	return lm_buf_add(&bd->b, buf, len) == 0 ? len : 0;
+}
+
+/* Parameter name of a challenge such as `Bearer realm="...",service="...",scope="..."` into out. */
+static int
+challenge_param(char *out, size_t outlen, const char *ch, const char *name)
+{
+	const char *p = strchr(ch, ' ');
+	size_t nl = strlen(name);
+
+	while (p != NULL && *p) {
+		size_t o = 0;
+		int match;
+
+		while (*p == ' ' || *p == ',' || *p == '\t')
+			p++;
+		match = strncasecmp(p, name, nl) == 0 && p[nl] == '=';
+		while (*p && *p != '=' && *p != ',')
+			p++;
+		if (*p != '=')
+			continue;
+		p++;
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				if (match && o + 1 < outlen)
+					out[o++] = *p;
+				else if (match)
+					return -1;
+			}
+			if (*p != '"')
+				return -1;
+			p++;
+		} else {
+			for (; *p && *p != ',' && *p != ' '; p++) {
+				if (match && o + 1 < outlen)
+					out[o++] = *p;
+				else if (match)
+					return -1;
+			}
+		}
+		if (match) {
+			out[o] = '\0';
+			return 0;
+		}
+	}
+	return 1; /* absent */
+}
+
+typedef struct {
+	const char *registry;
+	long timeout_ms;
+	int64_t deadline;
+	char *err;
+} ctx;
+
+/* One request: HEAD (body NULL) or GET into *bd. auth is a header line or NULL; creds as Basic
+ * when basic is set. *status gets the HTTP status. */
+static int
+request(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd,
+    heads *h, long *status)
+{
+	CURL *e;
+	CURLcode rc;
+	struct curl_slist *hl = NULL, *t;
+	int64_t left = c->deadline - lm_now_ms();
+	char ebuf[CURL_ERROR_SIZE] = "";
+	int ret = LM_OK;
+
+	memset(h, 0, sizeof *h);
+	*status = 0;
+	if (left <= 0)
+		return lm_err(c->err, LM_EFAIL, "registry %s did not answer within %ld ms", c->registry, c->timeout_ms);
+	if ((e = curl_easy_init()) == NULL)
+		return lm_err(c->err, LM_EFAIL, "registry %s: cannot start libcurl", c->registry);
+	if ((t = curl_slist_append(hl, accept_types)) != NULL)
+		hl = t;
+	if (auth != NULL && (t = curl_slist_append(hl, auth)) != NULL)
+		hl = t;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "lume-metal/" LM_VERSION);
+	if (basic != NULL) {
+		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(e, CURLOPT_USERNAME, basic->user);
+		curl_easy_setopt(e, CURLOPT_PASSWORD, basic->secret);
+	}
+	if (bd == NULL) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else {
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(e, CURLOPT_WRITEDATA, bd);
+	}
+	rc = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s did not answer within %ld ms", c->registry, c->timeout_ms);
+	else if (h->over)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s answered more than %d bytes of headers", c->registry,
+		    REGISTRY_HEADERS_MAX);
+	else if (bd != NULL && bd->over)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s answered a token larger than %d bytes", c->registry,
+		    REGISTRY_BODY_MAX);
+	else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s is unreachable: %s", c->registry,
+		    ebuf[0] ? ebuf : curl_easy_strerror(rc));
+	else if (rc != CURLE_OK)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s: %s", c->registry, ebuf[0] ? ebuf : curl_easy_strerror(rc));
+	curl_easy_cleanup(e);
+	curl_slist_free_all(hl);
+	return ret;
+}
+
+/* True when url is https://..., or http:// to a loopback host. */
+static int
+realm_ok(const char *url)
+{
+	char host[300];
+	const char *p, *end;
+	size_t n;
+	int loop = 0;
+
+	if (strncmp(url, "https://", 8) == 0)
+		p = url + 8;
+	else if (strncmp(url, "http://", 7) == 0)
+		p = url + 7;
+	else
+		return 0;
+	end = p + strcspn(p, "/?#");
+	n = (size_t)(end - p);
+	if (n == 0 || n >= sizeof host || memchr(p, '@', n) != NULL)
+		return 0;
+	memcpy(host, p, n);
+	host[n] = '\0';
+	for (const char *q = end; *q; q++)
+		if ((unsigned char)*q <= ' ' || *q == 0x7f)
+			return 0;
+	if (!registry_ok(host, &loop))
+		return 0;
+	return url[4] == 's' || loop;
+}
+
+/* The Bearer token flow for challenge ch: *token (caller wipes and frees) from the realm. */
+static int
+fetch_token(ctx *c, char **token, const char *ch, const char *repo, const registry_creds *creds)
+{
+	char realm[1024], service[256] = "", scope[512], url[4096];
+	char *es = NULL, *esc = NULL;
+	body bd = {{0}, 0};
+	heads h;
+	long status;
+	cJSON *doc = NULL;
+	const cJSON *tok;
+	int rc, pr;
+
+	*token = NULL;
+	if (challenge_param(realm, sizeof realm, ch, "realm") != 0 || !realm_ok(realm))
+		return lm_err(c->err, LM_EFAIL, "registry %s answered a Bearer challenge without an https realm", c->registry);
+	if (challenge_param(service, sizeof service, ch, "service") < 0)
+		return lm_err(c->err, LM_EFAIL, "registry %s answered a malformed Bearer challenge", c->registry);
+	if ((pr = challenge_param(scope, sizeof scope, ch, "scope")) < 0)
+		return lm_err(c->err, LM_EFAIL, "registry %s answered a malformed Bearer challenge", c->registry);
+	if (pr == 1 && lm_fmt(scope, sizeof scope, "repository:%s:pull", repo) != 0)
+		return lm_err(c->err, LM_EINPUT, "registry %s: repository name too long", c->registry);
+	es = curl_easy_escape(NULL, service, 0);
+	esc = curl_easy_escape(NULL, scope, 0);
+	if (es == NULL || esc == NULL) {
+		rc = lm_err(c->err, LM_EFAIL, "out of memory");
+		goto done;
+	}
+	if (lm_fmt(url, sizeof url, "%s%sservice=%s&scope=%s", realm, strchr(realm, '?') ? "&" : "?", es, esc) != 0) {
+		rc = lm_err(c->err, LM_EFAIL, "registry %s: token URL too long", c->registry);
+		goto done;
+	}
+	if ((rc = request(c, url, NULL, creds, &bd, &h, &status)) != LM_OK)
+		goto done;
+	if (status == 401 || status == 403) {
+		rc = creds ? lm_err(c->err, LM_EFAIL, "registry %s refused the credentials (%ld)", c->registry, status)
+		           : lm_err(c->err, LM_EFAIL, "registry %s requires credentials (%ld): set GITHUB_USERNAME and "
+		                    "GITHUB_TOKEN", c->registry, status);
+		goto done;
+	}
+	if (status != 200) {
+		rc = lm_err(c->err, LM_EFAIL, "registry %s: its token service answered HTTP %ld", c->registry, status);
+		goto done;
+	}
+	doc = cJSON_ParseWithLength(bd.b.data ? bd.b.data : "", bd.b.len);
+	tok = cJSON_GetObjectItemCaseSensitive(doc, "token");
+	if (!cJSON_IsString(tok) || tok->valuestring[0] == '\0')
+		tok = cJSON_GetObjectItemCaseSensitive(doc, "access_token");
+	if (!cJSON_IsString(tok) || tok->valuestring[0] == '\0' || strlen(tok->valuestring) > 16384 ||
+	    strpbrk(tok->valuestring, "\r\n") != NULL) {
+		rc = lm_err(c->err, LM_EFAIL, "registry %s: its token service answered no token", c->registry);
+		goto done;
+	}
+	if ((*token = strdup(tok->valuestring)) == NULL)
+		rc = lm_err(c->err, LM_EFAIL, "out of memory");
+done:
+	if (doc != NULL) {
+		tok = cJSON_GetObjectItemCaseSensitive(doc, "token");
+		if (cJSON_IsString(tok))
+			lm_wipe(tok->valuestring, strlen(tok->valuestring));
+		tok = cJSON_GetObjectItemCaseSensitive(doc, "access_token");
+		if (cJSON_IsString(tok))
+			lm_wipe(tok->valuestring, strlen(tok->valuestring));
+		cJSON_Delete(doc);
+	}
+	if (bd.b.data != NULL)
+		lm_wipe(bd.b.data, bd.b.len);
+	lm_buf_free(&bd.b);
+	curl_free(es);
+	curl_free(esc);
+	return rc;
+}
+
+/* What a final HEAD answer means. */
+static int
+conclude(ctx *c, char *out, const heads *h, long status, const char *repo, const char *tag, int authed)
+{
+	if (status == 200) {
+		if (!h->digest_seen)
+			return lm_err(c->err, LM_EFAIL, "registry %s answered no Docker-Content-Digest for %s:%s", c->registry,
+			    repo, tag);
+		if (h->digest_bad)
+			return lm_err(c->err, LM_EFAIL, "registry %s answered a Docker-Content-Digest that is not sha256: "
+			    "and 64 lowercase hex digits", c->registry);
+		memcpy(out, h->digest, REGISTRY_DIGEST_LEN + 1);
+		return LM_OK;
+	}
+	if (status == 404)
+		return lm_err(c->err, LM_EFAIL, "registry %s: no such tag %s:%s", c->registry, repo, tag);
+	if (status == 401 || status == 403)
+		return authed ? lm_err(c->err, LM_EFAIL, "registry %s refused the credentials (%ld)", c->registry, status)
+		              : lm_err(c->err, LM_EFAIL, "registry %s requires credentials (%ld): set GITHUB_USERNAME and "
+		                       "GITHUB_TOKEN", c->registry, status);
+	return lm_err(c->err, LM_EFAIL, "registry %s answered HTTP %ld for %s:%s", c->registry, status, repo, tag);
+}
+
+int
+registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *registry, const char *repo,
+    const char *tag, const registry_creds *creds, long timeout_ms, char *err)
+{
+	ctx c = {registry, timeout_ms, lm_now_ms() + timeout_ms, err};
+	char url[1024], *token = NULL, *auth = NULL;
+	heads h;
+	long status;
+	int loopback = 0, rc;
+	size_t al;
+
+	out[0] = '\0';
+	if (creds != NULL && (creds->user == NULL || creds->secret == NULL || !*creds->user || !*creds->secret))
+		creds = NULL;
+	if (!registry_ok(registry, &loopback))
+		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]");
+	if (repo == NULL || !repo_ok(repo))
+		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
+		    registry);
+	if (tag == NULL || !tag_ok(tag))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most 128)", registry);
+	if (timeout_ms <= 0)
+		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return lm_err(err, LM_EFAIL, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+	if (lm_fmt(url, sizeof url, "%s://%s/v2/%s/manifests/%s", loopback ? "http" : "https", registry, repo, tag) != 0)
+		return lm_err(err, LM_EINPUT, "registry %s: URL too long", registry);
+	if ((rc = request(&c, url, NULL, NULL, NULL, &h, &status)) != LM_OK)
+		return rc;
+	if (status != 401)
+		return conclude(&c, out, &h, status, repo, tag, 0);
+	if (h.challenge_over)
+		return lm_err(err, LM_EFAIL, "registry %s answered a WWW-Authenticate longer than %zu bytes", registry,
+		    sizeof h.challenge - 1);
+	if (h.challenge_bearer) {
+		char ch[sizeof h.challenge];
+
+		memcpy(ch, h.challenge, sizeof ch);
+		if ((rc = fetch_token(&c, &token, ch, repo, creds)) != LM_OK)
+			return rc;
+		al = strlen(token) + 32;
+		if ((auth = malloc(al)) == NULL) {
+			wipe_free(token);
+			return lm_err(err, LM_EFAIL, "out of memory");
+		}
+		snprintf(auth, al, "Authorization: Bearer %s", token);
+		wipe_free(token);
+		rc = request(&c, url, auth, NULL, NULL, &h, &status);
+		wipe_free(auth);
+		return rc != LM_OK ? rc : conclude(&c, out, &h, status, repo, tag, creds != NULL);
+	}
+	if (strncasecmp(h.challenge, "Basic", 5) == 0 && (h.challenge[5] == '\0' || h.challenge[5] == ' ')) {
+		if (creds == NULL)
+			return conclude(&c, out, &h, status, repo, tag, 0);
+		if ((rc = request(&c, url, NULL, creds, NULL, &h, &status)) != LM_OK)
+			return rc;
+		return conclude(&c, out, &h, status, repo, tag, 1);
+	}
+	return lm_err(err, LM_EFAIL, "registry %s answered 401 without a Bearer or Basic challenge", registry);
+}
+
+int
+registry_manifest_digest(char out[REGISTRY_DIGEST_LEN + 1], const char *registry, const char *repo, const char *tag,
+    const registry_creds *creds, char *err)
+{
+	return registry_manifest_digest_timeout(out, registry, repo, tag, creds, REGISTRY_TIMEOUT_MS, err);
+}

@@ -1,0 +1,241 @@
+/* deploy: see deploy.h. */
+#include "ops/deploy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ledger.h"
+#include "core/util.h"
+#include "ops/validate.h"
+
+/* o's string k, or "" (never NULL). */
+static const char *
+str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Whether the ledger holds a deploy record of this VM with this payload: last (the key's last
+ * deploy record) first, else the key's whole document. A ledger that cannot be read counts as
+ * recorded (the deploy goes on as unchanged; status and ledger show name the problem). */
+static int
+recorded_for(const session_opts *o, const cJSON *key, const guest_target *t, const cJSON *last)
+{
+	char err[LM_ERRLEN];
+	cJSON *doc = NULL;
+	const cJSON *rec;
+	int found = 0;
+
+	if (last && strcmp(str_of(last, "vm"), t->name) == 0 && strcmp(str_of(last, "payloadSha256"),
+	    o->info->sha256) == 0)
+		return 1;
+	if (ledger_load(&doc, o->state, key, err) != LM_OK)
+		return 1;
+	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records"))
+		if (strcmp(str_of(rec, "kind"), "deploy") == 0 && strcmp(str_of(rec, "vm"), t->name) == 0 &&
+		    strcmp(str_of(rec, "payloadSha256"), o->info->sha256) == 0 && strcmp(str_of(rec, "verdict"), "pass") == 0)
+			found = 1;
+	cJSON_Delete(doc);
+	return found;
+}
+
+/* The workload's process as install.sh confirmed it after the bootstrap ("process" in its
+ * JSON), kept in the record as two fields, never the guest's object: its pid and whether the
+ * shim was active there. Nothing when the install did not get that far. */
+static void
+record_process(cJSON *rec, const cJSON *proc)
+{
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(proc, "pid");
+	const cJSON *act = cJSON_GetObjectItemCaseSensitive(proc, "shimActive");
+	cJSON *p;
+
+	if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 2147483647.0 ||
+	    (p = cJSON_AddObjectToObject(rec, "process")) == NULL)
+		return;
+	cJSON_AddNumberToObject(p, "pid", (double)(long)pid->valuedouble);
+	if (cJSON_IsBool(act))
+		cJSON_AddBoolToObject(p, "shimActive", cJSON_IsTrue(act));
+	else
+		cJSON_AddNullToObject(p, "shimActive");
+}
+
+/* The payload is current but the ledger has no record of its install on this VM (a run that
+ * was interrupted or killed after the guest activated it): the record is made from the result
+ * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
+static void
+reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o)
+{
+	static const char *const a[] = {"sh", "-c", "cd \"$HOME/Library/Application Support/lume-metal\" && "
+	    "cat install.json", NULL};
+	cJSON *res = NULL, *rec;
+	const cJSON *stock;
+	char msg[LM_ERRLEN];
+	int code = 0;
+
+	if (guest_run_json(&res, &code, s->c, a, NULL, msg) != LM_OK || code != 0 ||
+	    strcmp(str_of(res, "result"), "installed") != 0 || strcmp(str_of(res, "sha256"), o->info->sha256) != 0 ||
+	    !cJSON_IsObject(stock = cJSON_GetObjectItemCaseSensitive(res, "stock"))) {
+		session_set_state(r, "unchanged", "this payload is already current, but the ledger has no record of its "
+		    "install on this VM and the guest kept no result for it (install.json): --force validates and "
+		    "records it");
+		cJSON_Delete(res);
+		return;
+	}
+	rec = session_record_new("deploy", t, o);
+	cJSON_AddStringToObject(rec, "verdict", "pass");
+	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+	record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
+	cJSON_AddTrueToObject(rec, "reconciled");
+	session_set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a run "
+	    "interrupted or killed after the guest activated it): recorded now from the guest's install.json");
+	cJSON_AddTrueToObject(r, "reconciled");
+	session_record(r, o, s->key, rec);
+	cJSON_Delete(rec);
+	cJSON_Delete(res);
+}
+
+/* The stock probe's answer last recorded for this image version (last: the key's last deploy or
+ * golden record), when it passed with this very payload and profile and --force does not ask
+ * for a full validation; else NULL. Borrowed from last. */
+static const cJSON *
+stock_recorded(const cJSON *last, const session_opts *o)
+{
+	const cJSON *stock = last ? cJSON_GetObjectItemCaseSensitive(last, "stock") : NULL;
+
+	if (o->force || stock == NULL || strcmp(str_of(last, "verdict"), "pass") != 0 ||
+	    strcmp(str_of(last, "payloadSha256"), o->info->sha256) != 0 ||
+	    strcmp(str_of(last, "profile"), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(stock, "device")))
+		return NULL;
+	return stock;
+}
+
+/* --dry-run's plan for one VM: the current release (or null), the new one, and what would
+ * happen: "install", "unchanged" or "refused" (the state's message says why). */
+static void
+plan_data(cJSON *r, const session_vm *s, const session_opts *o, const char *action)
+{
+	if (s->f.current)
+		cJSON_AddStringToObject(r, "current", s->f.current);
+	else
+		cJSON_AddNullToObject(r, "current");
+	cJSON_AddStringToObject(r, "new", o->info->sha256);
+	cJSON_AddStringToObject(r, "action", action);
+}
+
+int
+deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	cJSON *r = session_result_new(t, "failed"), *last = NULL, *res = NULL, *rec;
+	deploy_exec *x = NULL;
+	session_vm s;
+	const cJSON *v, *known;
+	char msg[LM_ERRLEN];
+	int code = 0, recorded = 0, rc;
+	uint64_t sent = 0;
+
+	(void)err;
+	*out = r;
+	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
+	if (session_open_exec(&s, r, t, o, &x) != LM_OK)
+		return LM_OK;
+	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+		session_set_state(r, "failed", msg);
+		goto done;
+	}
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {
+		const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
+		char who[400], why[1024];
+
+		/* One VM's failure refuses every VM of its image version: say whose, and how to clear it. */
+		snprintf(why, sizeof why, "this image version is recorded as failing validation; --force validates it "
+		    "again: lume-metal deploy %s%s%s --force; refused by the record of %s", t->lume || t->via ? "" : "--host ",
+		    vm, t->via ? " --hosts FILE" : "", ledger_record_who(who, sizeof who, last));
+		session_set_state(r, "refused", why);
+		if (o->dry_run)
+			plan_data(r, &s, o, "refused");
+		goto done;
+	}
+	if (s.f.current && strcmp(s.f.current, o->info->sha256) == 0 && !o->force) {
+		session_set_state(r, "unchanged", "this payload is already current");
+		cJSON_AddNumberToObject(r, "bytesSent", 0);
+		deploy_exec_skip(x);
+		x = NULL;
+		if (o->dry_run)
+			plan_data(r, &s, o, "unchanged");
+		else if (!recorded_for(o, s.key, t, last))
+			reconcile(r, &s, t, o);
+		goto done;
+	}
+	/* The workload's own numbers, once per image version (validate.h). */
+	if (o->require_validation && validate_gate(r, &s, t, o) != LM_OK)
+		goto done;
+	if (o->dry_run) {
+		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
+
+		cJSON_AddItemToArray(plan, cJSON_CreateString("upload the payload to staging/"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("verify every file, unpack into releases/<sha>/"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("probe stock and shimmed against the profile"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("on a pass: switch current, bootstrap the LaunchAgent"));
+		cJSON_AddItemToArray(plan, cJSON_CreateString("record the verdict in the ledger"));
+		plan_data(r, &s, o, "install");
+		session_set_state(r, "skipped", recorded ? "dry run: nothing changed (image version recorded)"
+		    : "dry run: nothing changed (image version not yet recorded: it would be validated in full)");
+		goto done;
+	}
+	/* This image version's stock answer is recorded with this payload and profile: the guest
+	 * runs only the shimmed probe, against it. */
+	if ((known = stock_recorded(last, o)) != NULL)
+		cJSON_AddStringToObject(r, "stockProbe", "recorded");
+	rc = deploy_exec_install(x, o->payload, known, &sent, &res, &code, msg);
+	x = NULL;
+	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
+	if (rc != LM_OK) {
+		session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+		goto done;
+	}
+	cJSON_AddItemToObject(r, "install", res);
+	{
+		const cJSON *result = cJSON_GetObjectItemCaseSensitive(res, "result");
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(res, "reason");
+		const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
+		int installed = cJSON_IsString(result) && code == 0 &&
+		    (strcmp(result->valuestring, "installed") == 0 || strcmp(result->valuestring, "unchanged") == 0);
+
+		if (installed)
+			session_set_state(r, strcmp(result->valuestring, "unchanged") == 0 ? "unchanged" : "deployed", NULL);
+		else
+			session_set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed",
+			    cJSON_IsString(reason) ? reason->valuestring : "install.sh failed");
+		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
+		if (cJSON_IsObject(stock)) {
+			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
+			rec = session_record_new("deploy", t, o);
+			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
+			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+			if (!installed && cJSON_IsString(reason))
+				ledger_add_reason(rec, reason->valuestring);
+			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
+			    "shimmed")));
+			record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
+			if (o->force)
+				cJSON_AddTrueToObject(rec, "forced");
+			if (stock_recorded(last, o) != NULL)
+				cJSON_AddTrueToObject(rec, "stockRecorded");
+			session_record(r, o, s.key, rec);
+			cJSON_Delete(rec);
+		}
+	}
+done:
+	deploy_exec_skip(x);
+	cJSON_Delete(last);
+	session_close(&s, r);
+	return LM_OK;
+}

@@ -1,0 +1,39 @@
+/* status: see status.h. */
+#include "ops/status.h"
+
+#include "core/ledger.h"
+
+static const char status_script[] =
+    "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
+    "printf '{\"root\":null,\"current\":null,\"previous\":null,\"releases\":[],\"installed\":false}\\n'";
+
+int
+status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	cJSON *r = session_result_new(t, "failed"), *last = NULL;
+	const cJSON *v;
+	session_vm s;
+	char msg[LM_ERRLEN];
+	int code = 0;
+
+	(void)err;
+	*out = r;
+	if (session_open(&s, r, t, o) != LM_OK)
+		return LM_OK;
+	if (session_run_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
+		goto done;
+	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+		/* A verdict that cannot be read is no "ok": failed, saying which document. */
+		cJSON_AddStringToObject(r, "ledgerError", msg);
+		session_set_state(r, "failed", msg);
+		goto done;
+	}
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
+	session_set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
+	    "driftDetected")) ? "drift" : "ok", NULL);
+done:
+	cJSON_Delete(last);
+	session_close(&s, r);
+	return LM_OK;
+}

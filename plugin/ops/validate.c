@@ -1,0 +1,710 @@
+/* validate: see validate.h. */
+#include "ops/validate.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bench.h"
+#include "core/evidence.h"
+#include "net/guest.h"
+#include "core/ledger.h"
+#include "core/util.h"
+
+static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-validate.XXXXXX\"";
+/* $1 the scratch directory (payload.tar.gz and text.txt uploaded there), $2 llama-perplexity,
+ * $3 the model. Prints llama-perplexity's path, the model's and the text's SHA-256. */
+static const char prep_script[] =
+    "cd \"$1\" || exit 1\n"
+    "tar -xzf payload.tar.gz bin/run-with-shim lib shim.env || { echo 'cannot unpack the payload' >&2; exit 1; }\n"
+    "PATH=" GUEST_TOOL_PATH ":$PATH\n"
+    "lp=$(command -v -- \"$2\") || { echo \"llama-perplexity not found in the guest: $2 (looked in "
+    GUEST_TOOL_PATH " and PATH)\" >&2; exit 3; }\n"
+    "[ -f \"$3\" ] && [ -r \"$3\" ] || { echo \"model not found in the guest: $3\" >&2; exit 4; }\n"
+    "printf '%s\\n' \"$lp\"; shasum -a 256 \"$3\" | cut -c1-64; shasum -a 256 text.txt | cut -c1-64";
+/* $1 the scratch directory; the rest is the command. */
+static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
+static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
+
+void
+validate_workload_read(validate_workload *out, const cJSON *w)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "validation"), *x;
+
+	out->required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "requireValidation"));
+	out->text = NULL;
+	out->th = (validate_thresholds){VALIDATE_MAX_MEAN_KLD, VALIDATE_MIN_SAME_TOP, VALIDATE_MAX_PPL_DEV,
+		VALIDATE_CONTEXT, VALIDATE_CHUNKS};
+	if (!cJSON_IsObject(v))
+		return;
+	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "maxMeanKld")))
+		out->th.max_mean_kld = x->valuedouble;
+	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "minSameTopPercent")))
+		out->th.min_same_top = x->valuedouble;
+	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "maxPplRatioDeviation")))
+		out->th.max_ppl_dev = x->valuedouble;
+	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "context")))
+		out->th.context = x->valueint;
+	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "chunks")))
+		out->th.chunks = x->valueint;
+	if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(v, "text")))
+		out->text = x->valuestring;
+}
+
+/* The labels read, as llama-perplexity prints them with whitespace runs as one space. */
+enum { F_PPL_Q, F_PPL_BASE, F_RATIO, F_KLD_MEAN, F_KLD_MAX, F_KLD_999, F_SAME_TOP, F_N };
+static const struct {
+	const char *label;
+	double lo, hi;   /* the range a value must be in */
+	int required;
+} fields[F_N] = {
+	[F_PPL_Q] = {"Mean PPL(Q)", 0, INFINITY, 0},
+	[F_PPL_BASE] = {"Mean PPL(base)", 0, INFINITY, 0},
+	[F_RATIO] = {"Mean PPL(Q)/PPL(base)", 1e-9, INFINITY, 1},
+	[F_KLD_MEAN] = {"Mean KLD", -0.001, INFINITY, 1},
+	[F_KLD_MAX] = {"Maximum KLD", -0.001, INFINITY, 0},
+	[F_KLD_999] = {"99.9% KLD", -0.001, INFINITY, 1},
+	[F_SAME_TOP] = {"Same top p", 0, 100, 1},
+};
+
+#define LINE_MAX_LEN 4096
+
+/* The next line of [p, end): *n its length without \n, \r\n or \r; returns where the next
+ * one starts. */
+static const char *
+next_line(const char *p, const char *end, size_t *n)
+{
+	const char *q = p;
+
+	while (q < end && *q != '\n' && *q != '\r')
+		q++;
+	*n = (size_t)(q - p);
+	if (q < end && *q == '\r')
+		q++;
+	if (q < end && *q == '\n')
+		q++;
+	return q;
+}
+
+int
+validate_parse(validate_stats *out, const char *text, size_t len, char *err)
+{
+	const char *p = text ? text : "", *end = p + (text ? len : 0);
+	double v[F_N];
+	int seen[F_N] = {0}, blocks = 0;
+
+	for (int i = 0; i < F_N; i++)
+		v[i] = NAN;
+	while (p < end) {
+		char label[64], num[64], line[LINE_MAX_LEN + 1];
+		size_t n, k = 0, i = 0;
+		const char *colon, *start = p;
+
+		p = next_line(p, end, &n);
+		if (n > LINE_MAX_LEN)
+			continue;
+		memcpy(line, start, n);
+		line[n] = '\0';
+		n = strlen(line); /* a NUL ends it */
+		if (strncmp(line, "======", 6) == 0 && strstr(line, "statistics") != NULL)
+			blocks++;
+		if ((colon = strchr(line, ':')) == NULL)
+			continue;
+		/* The label: leading blanks dropped, runs of blanks as one space, trailing ones dropped. */
+		for (const char *c = line; c < colon && k < sizeof label - 1; c++) {
+			if (*c == ' ' || *c == '\t') {
+				if (k > 0 && label[k - 1] != ' ')
+					label[k++] = ' ';
+			} else
+				label[k++] = *c;
+		}
+		while (k > 0 && label[k - 1] == ' ')
+			k--;
+		label[k] = '\0';
+		for (i = 0; i < F_N && strcmp(label, fields[i].label) != 0; i++)
+			;
+		if (i == F_N)
+			continue;
+		if (seen[i]++)
+			return lm_err(err, LM_EINPUT, "llama-perplexity printed \"%s\" twice", fields[i].label);
+		{
+			const char *c = colon + 1, *e = line + n;
+			size_t m = 0;
+			char *stop;
+
+			while (c < e && (*c == ' ' || *c == '\t'))
+				c++;
+			while (c < e && m < sizeof num - 1 && strchr("0123456789+-.eE", *c) != NULL)
+				num[m++] = *c++;
+			num[m] = '\0';
+			v[i] = m ? strtod(num, &stop) : NAN;
+			/* The number ends at a blank or the line's end: "0x1p-3" is not 0. */
+			if (m == 0 || *stop != '\0' || (c < e && *c != ' ' && *c != '\t') || !isfinite(v[i]) || v[i] < fields[i].lo || v[i] > fields[i].hi)
+				return lm_err(err, LM_EINPUT, "llama-perplexity's \"%s\" is not a number in its range: %.40s",
+				    fields[i].label, m ? num : "(none)");
+		}
+	}
+	if (blocks == 0 && !seen[F_RATIO] && !seen[F_KLD_MEAN] && !seen[F_KLD_999] && !seen[F_SAME_TOP])
+		return lm_err(err, LM_EINPUT, "llama-perplexity printed no statistics block: it compared fewer than 100 "
+		    "token positions; raise --chunks (each chunk of context c gives c - 1 - c/2 positions)");
+	for (int i = 0; i < F_N; i++)
+		if (fields[i].required && !seen[i])
+			return lm_err(err, LM_EINPUT, "llama-perplexity's statistics have no \"%s\" line", fields[i].label);
+	*out = (validate_stats){v[F_PPL_Q], v[F_PPL_BASE], v[F_RATIO], v[F_KLD_MEAN], v[F_KLD_MAX], v[F_KLD_999],
+		v[F_SAME_TOP]};
+	return LM_OK;
+}
+
+void
+validate_parse_build(char out[201], const char *text, size_t len)
+{
+	const char *p = text ? text : "", *end = p + (text ? len : 0);
+
+	out[0] = '\0';
+	while (p < end) {
+		const char *line = p;
+		size_t n, k = 0;
+
+		p = next_line(p, end, &n);
+		if (n < 7 || memcmp(line, "build: ", 7) != 0)
+			continue;
+		for (size_t i = 7; i < n && k < 200; i++)
+			out[k++] = (unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f ? line[i] : '?';
+		out[k] = '\0';
+		return;
+	}
+}
+
+static void
+reason(cJSON *reasons, const char *fmt, double a, double b)
+{
+	char s[200];
+
+	if (reasons == NULL)
+		return;
+	snprintf(s, sizeof s, fmt, a, b);
+	cJSON_AddItemToArray(reasons, cJSON_CreateString(s));
+}
+
+/* Slack for the figures' binary rounding: 1.01 - 1 is 0.010000000000000009. */
+#define SLACK 1e-9
+
+int
+validate_verdict(cJSON *reasons, const validate_stats *s, const validate_thresholds *th)
+{
+	int pass = 1;
+
+	if (!(s->kld_mean <= th->max_mean_kld + SLACK)) {
+		reason(reasons, "mean KLD %.6f is above %g", s->kld_mean, th->max_mean_kld);
+		pass = 0;
+	}
+	if (!(s->same_top >= th->min_same_top - SLACK)) {
+		reason(reasons, "same top token %.3f%% is below %g%%", s->same_top, th->min_same_top);
+		pass = 0;
+	}
+	if (!(fabs(s->ppl_ratio - 1) <= th->max_ppl_dev + SLACK)) {
+		reason(reasons, "PPL(Q)/PPL(base) %.6f is not within %g of 1", s->ppl_ratio, th->max_ppl_dev);
+		pass = 0;
+	}
+	return pass;
+}
+
+static void
+add_num(cJSON *o, const char *k, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *
+metal_json(const bench_metal *m)
+{
+	cJSON *o;
+
+	if (!m->seen)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "gpu_name", m->gpu_name);
+	if (m->apple_family)
+		cJSON_AddNumberToObject(o, "apple_family", m->apple_family);
+	else
+		cJSON_AddNullToObject(o, "apple_family");
+	cJSON_AddItemToObject(o, "simdgroup_reduction", m->simdgroup_reduction == BENCH_UNKNOWN ? cJSON_CreateNull()
+	    : cJSON_CreateBool(m->simdgroup_reduction == BENCH_YES));
+	cJSON_AddItemToObject(o, "simdgroup_matrix_mul", m->simdgroup_mm == BENCH_UNKNOWN ? cJSON_CreateNull()
+	    : cJSON_CreateBool(m->simdgroup_mm == BENCH_YES));
+	return o;
+}
+
+/* One arm's output. */
+typedef struct {
+	lm_buf out, err;
+	int code;        /* exit status; -1 when it died of a signal or did not finish */
+	char msg[LM_ERRLEN];
+} arm;
+
+static void
+arm_free(arm *a)
+{
+	lm_buf_free(&a->out);
+	lm_buf_free(&a->err);
+}
+
+/* Runs argv in the guest; a, its output and exit status. LM_OK when it ran to an exit status.
+ * cmdline, when not NULL, gets the command arm_script runs (argv from its sixth word). */
+static int
+run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
+{
+	lm_buf cmd = {0};
+	ssh_result res;
+	int rc;
+
+	a->code = -1;
+	if (ssh_quote_argv(&cmd, argv) != LM_OK || (cmdline && ssh_quote_argv(cmdline, argv + 5) != LM_OK)) {
+		lm_buf_free(&cmd);
+		return lm_err(a->msg, LM_EFAIL, "out of memory");
+	}
+	rc = ssh_exec(c, cmd.data, NULL, 0, &res, a->msg);
+	lm_buf_free(&cmd);
+	a->out = res.out;
+	a->err = res.err;
+	if (rc == LM_OK)
+		a->code = res.exit_code;
+	return rc;
+}
+
+/* The last non-empty line of b (at most 200 bytes), for a message. */
+static const char *
+last_words(char out[201], const lm_buf *b)
+{
+	const char *p = b->data ? b->data : "", *end = p + b->len, *best = "";
+	size_t bn = 0;
+
+	while (p < end) {
+		const char *line = p;
+		size_t n;
+
+		p = next_line(p, end, &n);
+		if (n > 0)
+			best = line, bn = n;
+	}
+	snprintf(out, 201, "%.*s", (int)(bn > 200 ? 200 : bn), best);
+	return out;
+}
+
+/* The end of b, at most VALIDATE_EVIDENCE_MAX bytes, for the evidence. */
+static evidence_file
+tail_file(const char *name, const lm_buf *b)
+{
+	size_t n = b->len > VALIDATE_EVIDENCE_MAX ? VALIDATE_EVIDENCE_MAX : b->len;
+
+	return (evidence_file){name, b->data ? b->data + b->len - n : "", n};
+}
+
+/* The three lines of the prep step: a path without control characters, two SHA-256s. */
+static int
+prep_parse(char **lp, char model_sha[65], char text_sha[65], const lm_buf *b)
+{
+	const char *p = b->data ? b->data : "", *end = p + b->len, *line[3];
+	size_t n[3];
+
+	for (int i = 0; i < 3; i++) {
+		if (p >= end)
+			return LM_EINPUT;
+		line[i] = p;
+		p = next_line(p, end, &n[i]);
+	}
+	if (n[0] == 0 || n[0] > 4095 || n[1] != 64 || n[2] != 64)
+		return LM_EINPUT;
+	for (size_t i = 0; i < n[0]; i++)
+		if ((unsigned char)line[0][i] < 0x20 || line[0][i] == 0x7f)
+			return LM_EINPUT;
+	snprintf(model_sha, 65, "%.64s", line[1]);
+	snprintf(text_sha, 65, "%.64s", line[2]);
+	if (!lm_is_sha256(model_sha) || !lm_is_sha256(text_sha))
+		return LM_EINPUT;
+	return (*lp = strndup(line[0], n[0])) ? LM_OK : LM_EFAIL;
+}
+
+static void
+progress(const validate_opts *v, const guest_target *t, const char *armname, const char *phase, int64_t t0)
+{
+	if (v->progress)
+		v->progress(v->progress_ctx, t->name, armname, phase, (double)(lm_now_ms() - t0) / 1000.0);
+}
+
+static int
+fail_state(cJSON *r, const char *msg)
+{
+	session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+	return LM_EFAIL;
+}
+
+int
+validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
+{
+	const validate_opts *v = o->validate;
+	cJSON *val = cJSON_AddObjectToObject(r, "validation"), *reasons = cJSON_CreateArray(), *rec = NULL;
+	arm mk = {0}, prep = {0}, stock = {0}, shim = {0}, clean = {0};
+	lm_buf cmdline = {0};
+	bench_metal ms = {0}, mh = {0};
+	validate_stats st;
+	char text_sha[65], gtext_sha[65], model_sha[65], msg[LM_ERRLEN], build[201], last[201], *dir = NULL, *lp = NULL;
+	char ctx[16], chunks[16], text[4200], base[4200], rws[4200];
+	int64_t t0 = lm_now_ms();
+	int rc = LM_EFAIL, pass, shim_ok;
+	uint64_t sent;
+
+	snprintf(ctx, sizeof ctx, "%d", v->th.context);
+	snprintf(chunks, sizeof chunks, "%d", v->th.chunks);
+	if (lm_sha256_file(text_sha, v->text, msg) != LM_OK) {
+		session_set_state(r, "failed", msg);
+		goto done;
+	}
+	{
+		static const char *const a[] = {"sh", "-c", scratch_script, NULL};
+
+		if (run(&mk, s->c, a, NULL) != LM_OK || mk.code != 0) {
+			fail_state(r, mk.code > 0 ? "mktemp -d failed in the guest" : mk.msg);
+			goto done;
+		}
+		dir = strndup(mk.out.data ? mk.out.data : "", mk.out.data ? strcspn(mk.out.data, "\r\n") : 0);
+		if (dir == NULL || dir[0] != '/' || strstr(dir, "/lume-metal-validate.") == NULL ||
+		    lm_fmt(text, sizeof text, "%s/text.txt", dir) < 0 || lm_fmt(base, sizeof base, "%s/base.kld", dir) < 0 ||
+		    lm_fmt(rws, sizeof rws, "%s/bin/run-with-shim", dir) < 0) {
+			session_set_state(r, "failed", "mktemp -d in the guest gave no usable directory");
+			free(dir);
+			dir = NULL;
+			goto done;
+		}
+	}
+	if (ssh_upload(s->c, o->payload, dir, "payload.tar.gz", &sent, msg) != LM_OK ||
+	    ssh_upload(s->c, v->text, dir, "text.txt", &sent, msg) != LM_OK) {
+		fail_state(r, msg);
+		goto done;
+	}
+	{
+		const char *a[] = {"sh", "-c", prep_script, "sh", dir, v->llama_perplexity, v->model, NULL};
+
+		if (run(&prep, s->c, a, NULL) != LM_OK) {
+			fail_state(r, prep.msg);
+			goto done;
+		}
+		if (prep.code != 0) {
+			session_set_state(r, "failed", last_words(last, &prep.err));
+			if (prep.code == 3 || prep.code == 4)
+				cJSON_AddTrueToObject(r, "inputError");
+			goto done;
+		}
+		if (prep_parse(&lp, model_sha, gtext_sha, &prep.out) != LM_OK) {
+			session_set_state(r, "failed", "the guest's preparation printed no llama-perplexity path and SHA-256s");
+			goto done;
+		}
+		if (strcmp(gtext_sha, text_sha) != 0) {
+			session_set_state(r, "failed", "the text's SHA-256 in the guest differs from this host's");
+			goto done;
+		}
+	}
+	/* 1. Stock: the perplexity, and the stock logits saved to the base file. */
+	progress(v, t, "stock", "start", t0);
+	{
+		const char *a[] = {"sh", "-c", arm_script, "sh", dir, lp, "-m", v->model, "-f", text, "-c", ctx, "--chunks",
+			chunks, "--kl-divergence-base", base, NULL};
+
+		if (run(&stock, s->c, a, &cmdline) != LM_OK) {
+			snprintf(msg, sizeof msg, "llama-perplexity (stock arm): %.400s", stock.msg);
+			fail_state(r, msg);
+			goto done;
+		}
+		progress(v, t, "stock", "done", t0);
+		if (stock.code != 0) {
+			snprintf(msg, sizeof msg, "llama-perplexity (stock arm) exited %d: %s", stock.code,
+			    last_words(last, &stock.err));
+			session_set_state(r, "failed", msg);
+			goto done;
+		}
+	}
+	/* 2. Through run-with-shim: its logits against the stock ones. */
+	progress(v, t, "shim", "start", t0);
+	{
+		const char *a[] = {"sh", "-c", arm_script, "sh", dir, rws, lp, "-m", v->model, "-c", ctx,
+			"--kl-divergence-base", base, "--kl-divergence", NULL};
+
+		if (run(&shim, s->c, a, NULL) != LM_OK && strstr(shim.msg, "timed out")) {
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", shim.msg);
+			fail_state(r, msg);
+			goto done;
+		}
+		progress(v, t, "shim", "done", t0);
+	}
+	bench_parse_stderr(&ms, stock.err.data ? stock.err.data : "");
+	bench_parse_stderr(&mh, shim.err.data ? shim.err.data : "");
+	validate_parse_build(build, stock.err.data, stock.err.len);
+	cJSON_AddItemToObject(val, "stockMetal", metal_json(&ms));
+	cJSON_AddItemToObject(val, "shimMetal", metal_json(&mh));
+	if (shim.code != 0) {
+		/* The shim broke the workload: a verdict on this image version. */
+		if (shim.code > 0)
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) exited %d: %s", shim.code,
+			    last_words(last, &shim.err));
+		else
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", shim.msg);
+		cJSON_AddItemToArray(reasons, cJSON_CreateString(msg));
+		st = (validate_stats){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+		pass = 0;
+	} else {
+		/* The statistics are LOG (stdout); a build that logs everything to stderr still reads. */
+		if (validate_parse(&st, shim.out.data, shim.out.len, msg) != LM_OK &&
+		    validate_parse(&st, shim.err.data, shim.err.len, msg) != LM_OK) {
+			session_set_state(r, "failed", msg);
+			goto done;
+		}
+		pass = validate_verdict(reasons, &st, &v->th);
+	}
+	/* The comparison proves something only when the arms took different kernels. */
+	shim_ok = mh.simdgroup_mm == BENCH_YES && ms.simdgroup_mm == BENCH_NO;
+	if (shim.code == 0 && !shim_ok) {
+		cJSON_AddItemToArray(reasons, cJSON_CreateString(mh.simdgroup_mm != BENCH_YES
+		    ? "the shim arm did not take the simdgroup paths (ggml_metal_device_init: simdgroup matrix mul. "
+		      "is not true): nothing was compared"
+		    : "the stock arm took the simdgroup paths too (simdgroup matrix mul. is not false): the arms ran the "
+		      "same kernels"));
+		pass = 0;
+	}
+	add_num(val, "pplRatio", st.ppl_ratio);
+	add_num(val, "meanKld", st.kld_mean);
+	add_num(val, "kld999", st.kld_999);
+	add_num(val, "maxKld", st.kld_max);
+	add_num(val, "sameTopPercent", st.same_top);
+	add_num(val, "pplQ", st.ppl_q);
+	add_num(val, "pplBase", st.ppl_base);
+	{
+		cJSON *th = cJSON_AddObjectToObject(val, "thresholds");
+
+		cJSON_AddNumberToObject(th, "maxMeanKld", v->th.max_mean_kld);
+		cJSON_AddNumberToObject(th, "minSameTopPercent", v->th.min_same_top);
+		cJSON_AddNumberToObject(th, "maxPplRatioDeviation", v->th.max_ppl_dev);
+	}
+	cJSON_AddNumberToObject(val, "context", v->th.context);
+	cJSON_AddNumberToObject(val, "chunks", v->th.chunks);
+	cJSON_AddStringToObject(val, "verdict", pass ? "pass" : "fail");
+
+	rec = session_record_new("validate", t, o);
+	cJSON_AddStringToObject(rec, "verdict", pass ? "pass" : "fail");
+	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+	{
+		const cJSON *e;
+
+		cJSON_ArrayForEach(e, reasons)
+			ledger_add_reason(rec, e->valuestring);
+	}
+	cJSON_AddItemToObject(rec, "validation", cJSON_Duplicate(val, 1));
+	{
+		cJSON *h = cJSON_AddObjectToObject(rec, "hashes");
+
+		cJSON_AddStringToObject(h, "modelSha256", model_sha);
+		cJSON_AddStringToObject(h, "textSha256", text_sha);
+		ledger_add_str(h, "llamaPerplexity", lp);
+	}
+	ledger_add_str(rec, "model", v->model);
+	ledger_add_str(rec, "text", v->text_label ? v->text_label : v->text);
+	ledger_add_str(rec, "build", build);
+	ledger_add_str(rec, "command", cmdline.data ? cmdline.data : "");
+	if (v->evidence) {
+		char *rj = cJSON_Print(rec);
+		evidence_file files[5] = {tail_file("stock.stdout", &stock.out), tail_file("stock.stderr", &stock.err),
+			tail_file("shim.stdout", &shim.out), tail_file("shim.stderr", &shim.err),
+			{"record.json", rj ? rj : "", rj ? strlen(rj) : 0}};
+
+		rc = evidence_write(v->evidence, files, 5, msg);
+		free(rj);
+		if (rc != LM_OK) {
+			session_set_state(r, "failed", msg);
+			rc = LM_EFAIL;
+			goto done;
+		}
+		ledger_add_str(rec, "evidence", v->evidence);
+		cJSON_AddStringToObject(r, "evidence", v->evidence);
+	}
+	cJSON_AddItemToObject(r, "reasons", cJSON_Duplicate(reasons, 1));
+	cJSON_AddItemToObject(r, "hashes", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "hashes"), 1));
+	cJSON_AddStringToObject(r, "build", build);
+	if (pass)
+		session_set_state(r, "validated", NULL);
+	else {
+		const cJSON *first = cJSON_GetArrayItem(reasons, 0);
+
+		session_set_state(r, "validation-failed", cJSON_IsString(first) ? first->valuestring : "validation failed");
+	}
+	session_record(r, o, s->key, rec);
+	rc = pass && strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ? LM_OK
+	    : LM_EFAIL;
+done:
+	if (dir) {
+		const char *a[] = {"sh", "-c", clean_script, "sh", dir, NULL};
+
+		run(&clean, s->c, a, NULL);
+	}
+	cJSON_Delete(rec);
+	cJSON_Delete(reasons);
+	arm_free(&mk);
+	arm_free(&prep);
+	arm_free(&stock);
+	arm_free(&shim);
+	arm_free(&clean);
+	lm_buf_free(&cmdline);
+	free(dir);
+	free(lp);
+	return rc;
+}
+
+int
+validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	cJSON *r = session_result_new(t, "failed");
+	session_vm s;
+
+	(void)err;
+	*out = r;
+	if (o->info)
+		cJSON_AddStringToObject(r, "sha256", o->info->sha256);
+	if (session_open(&s, r, t, o) != LM_OK)
+		return LM_OK;
+	validate_session(r, &s, t, o);
+	session_close(&s, r);
+	return LM_OK;
+}
+
+int
+validate_check(const char *state, const cJSON *key, char *why)
+{
+	cJSON *last = NULL;
+	const cJSON *v;
+	char who[400];
+	int rc;
+
+	if (ledger_load_last(&last, NULL, state, key, "validate", why) != LM_OK)
+		return LM_EFAIL;
+	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0)
+		rc = LM_OK;
+	else if (last == NULL)
+		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version has no validate "
+		    "record");
+	else
+		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version's last validate "
+		    "record failed: %s", ledger_record_who(who, sizeof who, last));
+	cJSON_Delete(last);
+	return rc;
+}
+
+/* The image versions being validated by this process's gates (their keys, printed), so VMs of
+ * one version wait for the first one's verdict instead of each running llama-perplexity, and
+ * those validated by this process already (gate_done: their verdict is in the ledger). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static char **gate_keys, **gate_done;
+static size_t gate_n, gate_ndone;
+
+static size_t
+gate_find(char **keys, size_t n, const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < n && strcmp(keys[i], k) != 0; i++)
+		;
+	return i;
+}
+
+/* Waits until no other thread validates k, then claims it; 1 when another thread of this
+ * process validated it (now or before), 0 when not, -1 out of memory. */
+static int
+gate_enter(char *k)
+{
+	char **v;
+	int waited = 0;
+
+	pthread_mutex_lock(&gate_mu);
+	while (gate_find(gate_keys, gate_n, k) < gate_n) {
+		waited = 1;
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	}
+	if (gate_find(gate_done, gate_ndone, k) < gate_ndone)
+		waited = 1;
+	if ((v = realloc(gate_keys, (gate_n + 1) * sizeof *v)) == NULL) {
+		pthread_mutex_unlock(&gate_mu);
+		return -1;
+	}
+	gate_keys = v;
+	gate_keys[gate_n++] = k;
+	pthread_mutex_unlock(&gate_mu);
+	return waited;
+}
+
+/* Releases k, which validated (when validated) and is then kept in gate_done (owned). */
+static void
+gate_leave(char *k, int validated)
+{
+	char **v;
+	size_t i;
+
+	pthread_mutex_lock(&gate_mu);
+	if ((i = gate_find(gate_keys, gate_n, k)) < gate_n)
+		gate_keys[i] = gate_keys[--gate_n];
+	if (gate_n == 0) {
+		free(gate_keys);
+		gate_keys = NULL;
+	}
+	if (validated && (v = realloc(gate_done, (gate_ndone + 1) * sizeof *v)) != NULL) {
+		gate_done = v;
+		gate_done[gate_ndone++] = k;
+	} else
+		free(k);
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+int
+validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
+{
+	const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
+	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], *k;
+	int rc = validate_check(o->state, s->key, msg), waited, ran = 0;
+
+	if (rc == LM_OK)
+		return LM_OK;
+	if (rc == LM_EFAIL || o->validate == NULL || o->dry_run) {
+		if (rc == LM_EFAIL)
+			session_set_state(r, "failed", msg);
+		else if (o->validate == NULL) {
+			snprintf(why, sizeof why, "%s; validate it first: lume-metal validate %s%s%s --workload %s%s%s --model "
+			    "PATH (or deploy with --validate-workload --model PATH)", msg, t->lume || t->via ? "" : "--host ", vm,
+			    t->via ? " --hosts FILE" : "", o->info->workload, strcmp(o->info->target, "macos") ? " --target " : "",
+			    strcmp(o->info->target, "macos") ? o->info->target : "");
+			session_set_state(r, "refused", why);
+		} else
+			return LM_OK; /* a dry run: the plan goes on, validation would run first */
+		return LM_EFAIL;
+	}
+	if ((k = cJSON_PrintUnformatted(s->key)) == NULL || (waited = gate_enter(k)) < 0) {
+		free(k);
+		session_set_state(r, "failed", "out of memory");
+		return LM_EFAIL;
+	}
+	/* Another VM of this version validated it while this one waited: its verdict stands. */
+	if (waited && (rc = validate_check(o->state, s->key, msg)) != LM_OK) {
+		snprintf(why, sizeof why, "%s (in this run)", msg);
+		session_set_state(r, rc == LM_EFAIL ? "failed" : "refused", why);
+	} else if (!waited) {
+		rc = validate_session(r, s, t, o);
+		ran = strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ||
+		    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validation-failed") == 0;
+	}
+	gate_leave(k, ran);
+	return rc;
+}
+
