@@ -49,8 +49,6 @@ remote_one(void *ctx, size_t i)
 	remote_run *r = ctx;
 	hosts_conn *h = &r->hc[i];
 	cJSON *o = cJSON_CreateObject(), *running;
-	char err[LM_ERRLEN];
-	int v;
 
 	cJSON_AddStringToObject(o, "host", r->hosts[i]->name);
 	cJSON_AddStringToObject(o, "address", r->hosts[i]->host);
@@ -60,13 +58,14 @@ remote_one(void *ctx, size_t i)
 		cJSON_AddStringToObject(o, "message", h->err);
 		return;
 	}
-	if (host_pref_read_remote(h->c, &v, err) != LM_OK) {
+	/* The preference as the host's identity exec read it (hosts_connect): no second exec. */
+	if (h->id.mac.pref == -2) {
 		cJSON_AddStringToObject(o, "state", "failed");
-		cJSON_AddStringToObject(o, "message", err);
+		cJSON_AddStringToObject(o, "message", *h->id.pref_why ? h->id.pref_why : "the preference was not read");
 		return;
 	}
 	cJSON_AddStringToObject(o, "state", "ok");
-	cJSON_AddStringToObject(o, "value", word(v));
+	cJSON_AddStringToObject(o, "value", word(h->id.mac.pref));
 	running = cJSON_CreateArray();
 	for (size_t j = 0; j < h->nvms; j++)
 		if (strcmp(h->vms[j]->status, "running") == 0)

@@ -6,10 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/utsname.h>
-#ifdef __APPLE__
-#include <sys/sysctl.h>
-#endif
 
 #include "net/lume.h"
 #include "core/util.h"
@@ -435,34 +431,4 @@ guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, con
 done:
 	ssh_result_free(&r);
 	return rc;
-}
-
-void
-guest_host_facts(char chip[128], char build[64])
-{
-	snprintf(chip, 128, "unknown");
-	snprintf(build, 64, "unknown");
-#ifdef __APPLE__
-	size_t n = 128;
-
-	if (sysctlbyname("machdep.cpu.brand_string", chip, &n, NULL, 0) != 0)
-		snprintf(chip, 128, "unknown");
-	n = 64;
-	if (sysctlbyname("kern.osversion", build, &n, NULL, 0) != 0)
-		snprintf(build, 64, "unknown");
-#else
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	struct utsname u;
-	char line[256];
-
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
-			snprintf(chip, 128, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n"), strchr(line, ':') + 2);
-			break;
-		}
-	if (f)
-		fclose(f);
-	if (uname(&u) == 0)
-		snprintf(build, 64, "Linux %.50s", u.release);
-#endif
 }

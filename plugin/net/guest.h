@@ -99,8 +99,4 @@ cJSON *guest_json_result(const char *text);
 int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,
     char *err);
 
-/* This controller's chip and OS build (Linux: CPU model and kernel), for a bench's host
- * baseline run here; never a VM's ledger key (identity.h reads the Mac that runs the VM). */
-void guest_host_facts(char chip[128], char build[64]);
-
 #endif

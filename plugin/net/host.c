@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "net/ssh.h"
 #include "core/util.h"
 
 static int
@@ -17,7 +16,10 @@ defaults(int *status, lm_buf *out, const char *verb, const char *a, const char *
 	lm_buf e = {0};
 	int rc = lm_run(out, &e, status, argv, err);
 
-	if (rc == LM_OK && *status != 0 && strcmp(verb, "read") != 0)
+	/* A read that exits 1 saying "does not exist" is the unset default; any other failure is
+	 * no answer, never taken for unset. */
+	if (rc == LM_OK && *status != 0 && (strcmp(verb, "read") != 0 || *status != 1 || e.data == NULL ||
+	    strstr(e.data, "does not exist") == NULL))
 		rc = lm_err(err, LM_EFAIL, "defaults %s %s %s exited %d: %.200s", verb, HOST_DOMAIN, HOST_KEY, *status,
 		    e.data ? e.data : "");
 	lm_buf_free(&e);
@@ -40,27 +42,6 @@ host_pref_read(int *value, char *err)
 	if (rc == LM_OK)
 		*value = read_value(st, &out);
 	lm_buf_free(&out);
-	return rc;
-}
-
-int
-host_pref_read_remote(ssh_conn *c, int *value, char *err)
-{
-	const char *argv[] = {"defaults", "read", HOST_DOMAIN, HOST_KEY, NULL};
-	lm_buf cmd = {0};
-	ssh_result r = {0};
-	int rc = ssh_quote_argv(&cmd, argv) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &r, err) :
-	    lm_err(err, LM_EFAIL, "out of memory");
-
-	/* Exit 1 saying "does not exist" is the unset default; anything else is no answer. */
-	if (rc == LM_OK && r.exit_code != 0 && (r.exit_code != 1 || r.err.data == NULL ||
-	    strstr(r.err.data, "does not exist") == NULL))
-		rc = lm_err(err, LM_EFAIL, "%s: defaults read %s %s exited %d: %.200s", ssh_where(c), HOST_DOMAIN,
-		    HOST_KEY, r.exit_code, r.err.data ? r.err.data : "");
-	if (rc == LM_OK)
-		*value = read_value(r.exit_code, &r.out);
-	ssh_result_free(&r);
-	lm_buf_free(&cmd);
 	return rc;
 }
 

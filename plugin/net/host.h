@@ -8,16 +8,14 @@
 #define HOST_DOMAIN "com.apple.gpusw.ParavirtualizedGraphics"
 #define HOST_KEY "ForceUnrestrictedDeviceFeatureLevel"
 
-#include "net/ssh.h"
 
 /* A Mac runs at most this many macOS VMs at once (Apple's licence and the framework). */
 #define HOST_VM_SLOTS 2
 
-/* *value: 1 or 0 when set, -1 when the default does not exist. */
+/* *value: 1 or 0 when set, -1 when the default does not exist; a defaults that fails otherwise
+ * is an error (LM_EFAIL), never "not set". A Mac host's is read in its identity exec
+ * (identity.h: identity_host's mac.pref and pref_why). */
 int host_pref_read(int *value, char *err);
-/* The same on the Mac host at the other end of c, with defaults(1) run there; a defaults that
- * fails other than for a missing default is an error naming the host. */
-int host_pref_read_remote(ssh_conn *c, int *value, char *err);
 
 /* Records the current value (unless a record exists) and sets the preference to true. */
 int host_pref_enable(const char *state, int *before, char *err);

@@ -20,7 +20,12 @@ const char identity_host_script[] =
     "echo @sysctl\n"
     "sysctl -n machdep.cpu.brand_string hw.model kern.osproductversion kern.osversion 2>/dev/null\n"
     "echo @pref\n"
-    "defaults read " HOST_DOMAIN " " HOST_KEY " 2>/dev/null || echo unset\n"
+    /* "unset" only for the missing default (exit 1, "does not exist", as host_pref_read takes
+     * it); any other failure is "error N" and its last line, never taken for unset */
+    "p=$(defaults read " HOST_DOMAIN " " HOST_KEY " 2>&1); r=$?\n"
+    "if [ $r -eq 0 ]; then printf '%s\\n' \"$p\"\n"
+    "elif [ $r -eq 1 ] && case $p in *'does not exist'*) true ;; *) false ;; esac; then echo unset\n"
+    "else echo \"error $r\"; printf '%s\\n' \"$p\" | tail -n 1 | cut -c1-200; fi\n"
     "echo @storage\n"
     "s=$(lume config storage list 2>/dev/null)\n"
     "printf '%s\\n' \"$s\"\n"
@@ -212,6 +217,26 @@ parse_folders(identity_host *h, const image_location *locs, size_t nlocs, const 
 	return 0;
 }
 
+/* Why the Mac host's preference was not read, from its @pref section (s, sl bytes): defaults
+ * failed ("error N" and its last line: printable ASCII kept, at most 200 bytes), or an answer
+ * that is none of 1, 0, unset. */
+static void
+pref_error(char why[LM_ERRLEN], const char *s, size_t sl, const char *where)
+{
+	const char *nl = memchr(s, '\n', sl);
+	char line[201];
+	size_t k = 0;
+
+	if (sl > 6 && memcmp(s, "error ", 6) == 0 && nl != NULL) {
+		for (const char *p = nl + 1; p < s + sl && *p != '\n' && k < sizeof line - 1; p++)
+			line[k++] = (unsigned char)*p >= 0x20 && (unsigned char)*p <= 0x7e ? *p : '?';
+		line[k] = '\0';
+		lm_err(why, LM_EFAIL, "%sdefaults read %s %s failed (exit %.*s): %s", where, HOST_DOMAIN, HOST_KEY,
+		    (int)strspn(s + 6, "0123456789") > 3 ? 3 : (int)strspn(s + 6, "0123456789"), s + 6, line);
+	} else
+		lm_err(why, LM_EFAIL, "%sdefaults read %s %s gave no value it knows", where, HOST_DOMAIN, HOST_KEY);
+}
+
 int
 identity_host_parse(identity_host *h, lume_vm ***vms, size_t *n, const char *out, size_t len, int st,
     const char *where, char *err)
@@ -232,9 +257,11 @@ identity_host_parse(identity_host *h, lume_vm ***vms, size_t *n, const char *out
 		lm_err(h->mac_why, LM_EFAIL, "%s%s", where, msg);
 	else
 		h->mac_ok = 1;
-	if ((s = section(out, len, "pref", &sl)) != NULL)
-		h->mac.pref = sl >= 2 && s[0] == '1' && s[1] == '\n' ? 1 : sl >= 2 && s[0] == '0' && s[1] == '\n' ? 0 :
-		    sl >= 6 && memcmp(s, "unset\n", 6) == 0 ? -1 : -2;
+	if ((s = section(out, len, "pref", &sl)) == NULL)
+		lm_err(h->pref_why, LM_EFAIL, "%sno defaults read answer", where);
+	else if ((h->mac.pref = sl >= 2 && s[0] == '1' && s[1] == '\n' ? 1 : sl >= 2 && s[0] == '0' && s[1] == '\n' ? 0 :
+	    sl >= 6 && memcmp(s, "unset\n", 6) == 0 ? -1 : -2) == -2)
+		pref_error(h->pref_why, s, sl, where);
 	if ((s = section(out, len, "storage", &sl)) == NULL)
 		lm_err(h->storage_why, LM_EFAIL, "%sno lume config storage list answer", where);
 	else {

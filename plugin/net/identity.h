@@ -52,6 +52,7 @@ typedef struct {
 	identity_mac mac;
 	int mac_ok;                 /* mac holds the host's sysctl answers */
 	char mac_why[LM_ERRLEN];    /* else why not */
+	char pref_why[LM_ERRLEN];   /* why mac.pref is -2 (defaults failed there), else "" */
 	int storage_ok;             /* its `lume config storage list` parsed */
 	char storage_why[LM_ERRLEN];
 	char default_location[IMAGE_NAME_MAX + 1]; /* "" when the listing names none */

@@ -248,13 +248,17 @@ static void
 metadata(lm_buf *m, const guest_target *t, const session_vm *s, const cJSON *table, const char *cmdline,
     const cJSON *hashes)
 {
-	char *tj = cJSON_Print(table), *hj = cJSON_Print(hashes), chip[128], build[64];
+	char *tj = cJSON_Print(table), *hj = cJSON_Print(hashes);
+	const identity_mac *mac = &s->mac;
 
-	guest_host_facts(chip, build);
 	lm_buf_addf(m, "# lume-metal bench: %s\n\n", t->name);
 	lm_buf_addf(m, "- guest: macOS %s (%s), %s, %s\n", s->f.os ? s->f.os : "?", s->f.build ? s->f.build : "?",
 	    s->f.model ? s->f.model : "?", s->f.chip ? s->f.chip : "?");
-	lm_buf_addf(m, "- host: %s (%s)\n", chip, build);
+	/* The Mac that runs the VM, as the session read it (the ledger key's host part), never
+	 * the controller's own facts unless it is that Mac ("local"). */
+	lm_buf_addf(m, "- host: %s, %s, macOS %s (%s) [%s%s%s]\n", *mac->chip ? mac->chip : "?", *mac->model ? mac->model : "?",
+	    *mac->os ? mac->os : "?", *mac->build ? mac->build : "?", s->host_source,
+	    strcmp(s->host_source, "guest") == 0 ? ": " : "", strcmp(s->host_source, "guest") == 0 ? s->host_note : "");
 	lm_buf_addf(m, "- installed payload: %s\n", s->f.current ? s->f.current : "none");
 	lm_buf_addf(m, "- command (stock arm; the shim arm prefixes run-with-shim): `%s`\n", cmdline);
 	lm_buf_addf(m, "- figures: medians of samples_ts (tokens/s)\n\n## Hashes\n\n```json\n%s\n```\n\n", hj ? hj : "");

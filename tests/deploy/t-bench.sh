@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
+# shellcheck disable=SC1091,SC2016,SC2030,SC2031 # sourced libs; single-quoted $ is for the inner sh; mac_bench sets PATH in its subshell only
 # bench against a real sshd guest with the simulated llama-bench (tests/guest-sim/bin), whose
 # figures follow the shim's variables in its environment: the shim arm must really run through
 # the installed release's run-with-shim for its figures to differ.
@@ -27,6 +27,19 @@ check_has "... the guest's llama-bench and model are hashed" "\"modelSha256\":\"
 check "the evidence has every arm's raw output, the table and metadata" sh -c 'cd "$1" &&
 	for f in stock.json stock.stderr shim.json shim.stderr results.csv metadata.md SHA256SUMS; do test -s "$f" || exit 1; done' - "$T/ev"
 check "... and SHA256SUMS verifies it" sh -c 'cd "$1" && sha256sum -c --quiet SHA256SUMS' - "$T/ev"
+# metadata.md's host line is the Mac that runs the VM, as the ledger key has it: here this
+# machine as the Mac (only the simulated sysctl on PATH, an M2 Max's values), never the
+# controller's own CPU and kernel.
+mkdir -p "$T/macbin"
+ln -s "$TOP/tests/guest-sim/bin/sysctl" "$T/macbin/sysctl"
+mac_bench() (
+	export PATH="$T/macbin:$PATH" LUME_METAL_SIM_CPU_BRAND="Apple M2 Max" LUME_METAL_SIM_HW_MODEL="Mac14,13" \
+		LUME_METAL_SIM_OS_VERSION=26.6 LUME_METAL_SIM_OS_BUILD=25G99
+	B "$@"
+)
+check_rc "bench with this machine as the Mac" 0 mac_bench --evidence "$T/ev-mac"
+check_grep "... metadata.md names that Mac, from the key's host part" '^- host: Apple M2 Max, Mac14,13, macOS 26\.6 \(25G99\) \[local\]$' "$T/ev-mac/metadata.md"
+check_grep "... and without a Mac to ask, says the chip is the guest's" '^- host: Apple M1 Ultra \(Virtual\), \?, macOS \? \(\?\) \[guest: ' "$T/ev/metadata.md"
 check_grep "results.csv has the published columns" "^workload,metric,unit,host_baremetal,stock_guest,safe_shim_guest,guest_ratio,shim_to_host_percent\$" "$T/ev/results.csv"
 check_grep "... and the medians and ratio of the simulated run" ',pp512,tokens/s,,431\.86,4786\.7,11\.0839,$' "$T/ev/results.csv"
 check_rc "report reads the evidence back" 0 "$LM" report stock="$T/ev/stock.json" shim="$T/ev/shim.json" --csv

@@ -82,6 +82,30 @@ check_rc "a bad hosts line is a usage error (exit 2)" 2 lm status --hosts "$T/ba
 check_grep "... naming the file and line" 'bad-hosts: line 1: "nobody@127.0.0.41:[0-9]+ extra" is not user@host\[:port\]' "$T/.out"
 check_rc "a missing hosts file is a usage error (exit 2)" 2 lm status --hosts "$T/none"
 
+# A Mac whose defaults(1) fails for a reason other than a missing default: host status says it
+# failed, naming defaults' own words, and never "not set"; and it asks defaults once, in the
+# host's identity exec (no second exec). The stand-in logs each call and fails like a defaults
+# that cannot read its preferences (exit 1, no "does not exist").
+mkdir -p "$T/brokenbin" "$T/lume-mac4" "$T/g/mac4"
+cat >"$T/brokenbin/defaults" <<EOF
+#!/bin/sh
+# TEST STAND-IN for a failing macOS defaults(1): logs its call, then fails (exit 1).
+echo "\$*" >>"$T/defaults.calls"
+echo 'defaults: Could not read preferences: Operation not permitted' >&2
+exit 1
+EOF
+chmod +x "$T/brokenbin/defaults"
+cp "$T/id_ed25519" "$T/id_ed25519.pub" "$T/g/mac4/"
+t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/mac4'"
+sh "$TOP/tests/sshd.sh" start "$T/g/mac4" 127.0.0.48 "$PORT" --path "$T/brokenbin:$TOP/tests/lume-sim" \
+	--env "LUME_SIM_DIR=$T/lume-mac4" || exit 1
+printf '%s@127.0.0.48:%s\n' "$ME" "$PORT" >"$T/hosts4"
+check_rc "host status --hosts where defaults fails: failed (exit 1)" 1 \
+	lm host status --hosts "$T/hosts4" --known-hosts "$T/known_hosts4" --accept-new --json
+check_grep "... saying defaults failed, in its words" '"state":"failed","message":"[^"]*127.0.0.48:[0-9]+: defaults read com.apple.gpusw.ParavirtualizedGraphics ForceUnrestrictedDeviceFeatureLevel failed \(exit 1\): defaults: Could not read preferences: Operation not permitted"' "$T/.out"
+check "... never \"not set\"" sh -c '! grep -q "not set" "$1"' - "$T/.out"
+check "... defaults was run once, in the host's one identity exec" test "$(wc -l <"$T/defaults.calls")" -eq 1
+
 sed -i 's/"status" : "stopped"/"status" : "running"/' "$T/lume-mac2/tahoe-b.json"
 check_rc "rollback --hosts goes through the same engine" 0 lm rollback --hosts "$T/hosts" --to none --payload "$T/a.tar.gz" --json
 cp "$T/.out" "$T/rollback.out"
