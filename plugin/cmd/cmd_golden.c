@@ -37,6 +37,8 @@ print_text(const cJSON *r)
 	const char *st = str(r, "state"), *msg = str(r, "message");
 	const cJSON *s;
 
+	if (str(r, "sourcePicked"))
+		cli_printf("%s\n", str(r, "sourcePicked"));
 	if (strcmp(st, "planned") == 0) {
 		int i = 1;
 
@@ -128,6 +130,7 @@ cmd_golden(int argc, char **argv)
 			if (pulled[i] == ':' || pulled[i] == '/')
 				pulled[i] = '_';
 		g.source = pulled;
+		g.pull_pick = 1; /* a VM of that name already there: the build picks a free one */
 	}
 	if (g.build == NULL) {
 		snprintf(build, sizeof build, "lume-metal-golden-%ld", (long)getpid());

@@ -101,7 +101,7 @@ static const cli_command commands[] = {
 	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
 	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
 	    "Builds on a `lume clone` of SOURCE (a stopped local VM, never changed; --pull pulls BASE:TAG\n"
-	    "first, as NAME or Lume's BASE_TAG): runs it (lume run, detached and without a display), waits for SSH,\n"
+	    "first, as NAME, or as Lume's BASE_TAG, or BASE_TAG-2, -3, ... when a VM has that name): runs it (lume run, detached and without a display), waits for SSH,\n"
 	    "deploys the payload with full validation (as deploy --force), stamps\n"
 	    "~/Library/Application Support/lume-metal/image.json in the guest, stops it, pushes it\n"
 	    "(lume push, credentials from GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads the pushed\n"

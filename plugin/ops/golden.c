@@ -478,6 +478,42 @@ run_on_build(build *g, int (*fn)(cJSON **, guest_target *, const session_opts *,
 	return rc;
 }
 
+/* With pull_pick, a name for the pull that no VM of lume's listing has and that is not the
+ * build VM's: o->source when free, else o->source-2, -3, ... (up to -99), into out; *picked
+ * says whether it differs. A listing that fails is an error: the pull would land on an
+ * existing VM, which Lume then keeps instead of pulling. */
+static int
+pick_source(char out[IMAGE_NAME_MAX + 1], int *picked, const golden_opts *o, char *err)
+{
+	lume_vm **vms = NULL;
+	size_t n = 0;
+	char msg[LM_ERRLEN];
+	int rc = LM_EFAIL;
+
+	*picked = 0;
+	snprintf(out, IMAGE_NAME_MAX + 1, "%s", o->source);
+	if (lume_list(&vms, &n, o->deploy.lume, msg) != LM_OK)
+		return lm_err(err, LM_EFAIL, "--pull without NAME: cannot list Lume's VMs to find a free name: %s", msg);
+	for (int k = 1; k < 100; k++) {
+		int taken = strcmp(out, o->build) == 0;
+
+		for (size_t i = 0; i < n && !taken; i++)
+			taken = strcmp(vms[i]->name, out) == 0;
+		if (!taken) {
+			rc = LM_OK;
+			break;
+		}
+		*picked = 1;
+		if (lm_fmt(out, IMAGE_NAME_MAX + 1, "%.*s-%d", IMAGE_NAME_MAX - 3, o->source, k + 1) != LM_OK)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		lume_vm_free(vms[i]);
+	free(vms);
+	return rc == LM_OK ? LM_OK : lm_err(err, LM_EFAIL, "--pull without NAME: %s and %s-2 to -99 are all taken: "
+	    "name the pulled VM (golden --pull %s NAME IMAGE:TAG)", o->source, o->source, o->pull);
+}
+
 int
 golden_build(cJSON **out, const golden_opts *o, char *err)
 {
@@ -485,14 +521,23 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	cJSON *dep = NULL, *key = NULL, *rec = NULL;
 	char msg[LM_ERRLEN], base[IMAGE_DIGEST_LEN + 1] = "", digest[REGISTRY_DIGEST_LEN + 1] = "", when[32];
 	const char *colon, *st;
-	char *json = NULL;
-	int rc = LM_EFAIL, running = 0;
+	char *json = NULL, source[IMAGE_NAME_MAX + 1];
+	const char *asked = o->source;
+	golden_opts mine;
+	int rc = LM_EFAIL, running = 0, picked = 0;
 
 	*out = NULL;
 	if (!golden_image_tag_ok(o->image_tag))
 		return lm_err(err, LM_EINPUT, "IMAGE:TAG: expected name:tag as lume push takes it, e.g. macos-tahoe-shim:26.5");
 	if (o->pull && !golden_image_tag_ok(o->pull))
 		return lm_err(err, LM_EINPUT, "--pull: expected name:tag as lume pull takes it");
+	if (o->pull && o->pull_pick && image_vm_name_ok(o->source)) {
+		if ((rc = pick_source(source, &picked, o, err)) != LM_OK)
+			return rc;
+		mine = *o;
+		mine.source = source;
+		g.o = o = &mine;
+	}
 	if (!image_vm_name_ok(o->source) || !image_vm_name_ok(o->build))
 		return lm_err(err, LM_EINPUT, "VM names are letters, digits, . _ - (at most %d): %s", IMAGE_NAME_MAX,
 		    image_vm_name_ok(o->source) ? o->build : o->source);
@@ -522,6 +567,13 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	cJSON_AddStringToObject(g.r, "source", o->source);
 	if (o->pull)
 		cJSON_AddStringToObject(g.r, "pull", o->pull);
+	if (picked) {
+		char note[2 * IMAGE_NAME_MAX + 64];
+
+		snprintf(note, sizeof note, "%s is taken (a VM of that name exists): pulling %s as %s", asked, o->pull,
+		    o->source);
+		cJSON_AddStringToObject(g.r, "sourcePicked", note);
+	}
 	cJSON_AddStringToObject(g.r, "build", o->build);
 	cJSON_AddStringToObject(g.r, "image", o->image_tag);
 	cJSON_AddStringToObject(g.r, "reference", g.reference);

@@ -38,6 +38,9 @@ typedef void (*golden_progress_fn)(void *ctx, int step, const char *state, const
 typedef struct {
 	const char *source;       /* a stopped local VM; with pull, the name the pull creates */
 	const char *pull;         /* IMAGE:TAG to pull as source first, or NULL */
+	int pull_pick;            /* with pull: source is Lume's own name for it (no NAME given), so a
+	                           * VM of that name already there makes the build pick a free one,
+	                           * source-2, -3, ... ("source" and "sourcePicked" in its result) */
 	const char *pull_registry, *pull_organization; /* NULL: Lume's defaults */
 	const char *image_tag;    /* IMAGE:TAG to push */
 	const char *registry, *organization; /* NULL: Lume's defaults, ghcr.io and trycua */

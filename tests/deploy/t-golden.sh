@@ -159,6 +159,13 @@ check_has "... which the build reports" "\"baseDigest\":\"$BASE\"" "$T/g6"
 check "... its validation fails here (the bad guest): exit 1, nothing pushed" test "$rc" -eq 1 -a "$(code_of org/shim p)" = 404
 check_rc "... and the verdict is recorded under the base's reference" 0 "$LM" ledger --state "$T/state" show --image "$R/org/base:1"
 check_grep "... as a fail" 'deploy +fail +b7' "$T/.out"
+# Without NAME a pull is named as Lume names it (base_1), which now exists: the build picks a
+# free name and says which, and the pull lands there, never on the existing VM.
+check_rc "--pull without NAME when base_1 exists: --dry-run plans a free name" 0 golden --pull base:1 \
+	--pull-registry "$R" --pull-organization org shim:q --registry "$R" --organization org --build-vm b10 --model "$M" --dry-run
+check_has "... saying which" "base_1 is taken (a VM of that name exists): pulling base:1 as base_1-2" "$T/.out"
+check_grep "... and pulls into it" 'pull +base:1 base_1-2 .*' "$T/.out"
+check_grep "... then clones it" 'clone +base_1-2 b10' "$T/.out"
 
 LUME_SIM_IP=127.0.0.151 lm golden --payload "$T/a.tar.gz" --wait 10 --known-hosts "$T/empty_known_hosts" src shim:5 \
 	--registry "$R" --organization org --build-vm b8 --model "$M" >"$T/g8" 2>&1
