@@ -1,12 +1,12 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# shellcheck disable=SC1091 # sourced libs
 # Step 8's confirmation: after the bootstrap, install waits until the process launchd runs (the
 # SIMULATED launchd runs it for real: tests/guest-sim/bin/launchctl) has the shim active, by the
 # state the shim leaves for its pid, with no exit since. A job that stays stock (a hardened
 # program: dyld drops the shim; a process name the shim is not scoped to), aborts (arm64e: dyld
 # cannot insert the arm64 shim), crash-loops or cannot be spawned is reverted: the old release and
-# its service are back, running with the shim, and the reason says which. The programs are the
-# fake Mach-O files of t-inject.sh; the simulated launchctl runs the workload stand-in for them.
+# its service are back, running with the shim, and the reason says which. The programs are
+# guest-lib.sh's fake Mach-O files; the simulated launchctl runs the workload stand-in for them.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
@@ -15,35 +15,12 @@
 LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=10
 export LUME_METAL_SIM_THROTTLE LUME_METAL_CONFIRM_TIMEOUT
 
-b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
-le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
-be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
-ARM64=16777228
-# macho OUT SUBTYPE FILETYPE [CDFLAGS]: an arm64 Mach-O header (SUBTYPE 2147483650: arm64e), with
-# CDFLAGS an embedded signature whose CodeDirectory has those flags (t-inject.sh's, shortened).
-macho() {
-	{
-		le32 4277009103 && le32 $ARM64 && le32 "$2" && le32 "$3"
-		if [ $# -ge 4 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
-		le32 0 && le32 0
-		if [ $# -ge 4 ]; then
-			le32 29 && le32 16 && le32 48 && le32 124
-			be32 4208856256 && be32 124 && be32 1 && be32 0 && be32 20
-			be32 4208856066 && be32 96 && be32 132096 && be32 "$4" && be32 96 && be32 88
-			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
-			i=0
-			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
-			printf 'target\000\000'
-		fi
-	} >"$1"
-	chmod +x "$1"
-}
 P=$T/progs
 mkdir -p "$P"
-macho "$P/arm64" 0 2 131074
-macho "$P/arm64e" 2147483650 2 131074
-macho "$P/hardened" 0 2 65538
-macho "$T/shim.dylib" 0 6 131074
+macho "$P/arm64" $ARM64 0 2 131074
+macho "$P/arm64e" $ARM64 2147483650 2 131074
+macho "$P/hardened" $ARM64 0 2 65538
+macho "$T/shim.dylib" $ARM64 0 6 131074
 printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
 chmod +x "$P/crash"
 

@@ -1,56 +1,17 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# shellcheck disable=SC1091 # sourced libs
 # run-with-shim checks the program it injects the Mach-O shim into and refuses, with the reason
 # and before exec, an arm64e or x86_64 one (dyld would abort it: the shim is arm64 only) and a
 # hardened-runtime one without allow-dyld-environment-variables (dyld would drop the shim
-# silently). The programs are Mach-O headers and signatures made here (and the zig-built probe
-# from build/macos/ when present); they cannot run on Linux, so an exec shows as "Exec format
-# error" from the shell and a refusal as exit 2 with one JSON object and no exec.
+# silently). The programs are Mach-O headers and signatures (guest-lib.sh's macho, and the
+# zig-built probe from build/macos/ when present); they cannot run on Linux, so an exec shows as
+# "Exec format error" from the shell and a refusal as exit 2 with one JSON object and no exec.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
-# le32 N / be32 N: N as four bytes, little or big endian.
-b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
-le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
-be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
-ARM64=16777228 X86_64=16777223
-# macho OUT CPUTYPE SUBTYPE FILETYPE [CDFLAGS [ENTITLEMENTS-XML]]: a 64-bit Mach-O header; with
-# CDFLAGS an LC_CODE_SIGNATURE and an embedded signature whose CodeDirectory (v=20400, no code
-# pages) has those flags, and with ENTITLEMENTS-XML an entitlements blob (slot 5) too.
-macho() {
-	{
-		le32 4277009103 && le32 "$2" && le32 "$3" && le32 "$4"
-		if [ $# -ge 5 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
-		le32 0 && le32 0
-		if [ $# -ge 5 ]; then
-			cd=96 ent=${6:-} n=1
-			[ -z "$ent" ] || n=2
-			sl=$((12 + 8 * n + cd))
-			[ -z "$ent" ] || sl=$((sl + 8 + ${#ent}))
-			le32 29 && le32 16 && le32 48 && le32 "$sl"
-			be32 4208856256 && be32 "$sl" && be32 "$n"
-			be32 0 && be32 $((12 + 8 * n))
-			[ -z "$ent" ] || { be32 5 && be32 $((12 + 8 * n + cd)); }
-			be32 4208856066 && be32 "$cd" && be32 132096 && be32 "$5" && be32 "$cd" && be32 88
-			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
-			i=0
-			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
-			printf 'target\000\000'
-			[ -z "$ent" ] || { be32 4208882033 && be32 $((8 + ${#ent})) && printf '%s' "$ent"; }
-		fi
-	} >"$1"
-	chmod +x "$1"
-}
-plist() {
-	printf '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0">\n<dict>\n%s</dict>\n</plist>\n' "$1"
-}
-ALLOW_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
-	<true/>
-')
-JIT_ONLY=$(plist '	<key>com.apple.security.cs.allow-jit</key>
-	<true/>
-')
-DENY_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
+ALLOW_DYLD=$(ents allow-dyld-environment-variables)
+JIT_ONLY=$(ents allow-jit)
+DENY_DYLD=$(plist_xml '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
 	<false/>
 ')
 P=$T/progs
