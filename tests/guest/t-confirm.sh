@@ -20,6 +20,7 @@ mkdir -p "$P"
 macho "$P/arm64" $ARM64 0 2 131074
 macho "$P/arm64e" $ARM64 2147483650 2 131074
 macho "$P/hardened" $ARM64 0 2 65538
+macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
 macho "$T/shim.dylib" $ARM64 0 6 131074
 printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
 chmod +x "$P/crash"
@@ -109,13 +110,15 @@ reverted "a program that does not exist (launchd: EX_CONFIG)" missing "exited \\
 
 # Before anything live changes, install checks the LaunchAgent's program with run-with-shim
 # --check: on macOS (a macos payload, its arm64 shim; uname says Darwin here) an arm64e or a
-# hardened program is refused with the reason, and the old service keeps running (same pid).
+# hardened program (without either entitlement, or with allow-dyld-environment-variables alone) is
+# refused with run-with-shim's reason, whole, and the old service keeps running (same pid).
 if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-metal-probe" ]; then
 	mkdir -p "$T/darwin"
 	printf '#!/bin/sh\necho Darwin\n' >"$T/darwin/uname"
 	chmod +x "$T/darwin/uname"
 	for c in "arm64e|is arm64e; the shim is arm64 only: dyld would abort it" \
-		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: dyld would drop the shim and it would run stock"; do
+		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables and com.apple.security.cs.disable-library-validation: dyld would drop the shim and it would run stock" \
+		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it"; do
 		n=${c%%|*}
 		wl_json "mac-$n" "$P/$n" "$n"
 		payload "$T/mac-$n.tar.gz" --target macos --workload "$T/wl/mac-$n.json"
