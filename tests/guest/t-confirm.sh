@@ -4,7 +4,8 @@
 # SIMULATED launchd runs it for real: tests/guest-sim/bin/launchctl) has the shim active, by the
 # state the shim leaves for its pid, with no exit since. A job that stays stock (a hardened
 # program: dyld drops the shim; a process name the shim is not scoped to), aborts (arm64e: dyld
-# cannot insert the arm64 shim), crash-loops or cannot be spawned is reverted: the old release and
+# cannot insert the arm64 shim; a hardened program without disable-library-validation: library
+# validation refuses the ad-hoc signed shim), crash-loops or cannot be spawned is reverted: the old release and
 # its service are back, running with the shim, and the reason says which. The programs are
 # guest-lib.sh's fake Mach-O files; the simulated launchctl runs the workload stand-in for them.
 . "$(dirname "$0")/../lib.sh"
@@ -21,6 +22,7 @@ macho "$P/arm64" $ARM64 0 2 131074
 macho "$P/arm64e" $ARM64 2147483650 2 131074
 macho "$P/hardened" $ARM64 0 2 65538
 macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
+macho "$P/hardened-both" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
 macho "$T/shim.dylib" $ARM64 0 6 131074
 printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
 chmod +x "$P/crash"
@@ -103,6 +105,11 @@ wl hardened "$P/hardened" hardened "$DYLD"
 LUME_METAL_CONFIRM_TIMEOUT=2
 reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s"
 LUME_METAL_CONFIRM_TIMEOUT=10
+# allow-dyld-environment-variables alone: library validation refuses the ad-hoc signed shim (no
+# LC_UUID in this one: dyld's zeros) and dyld aborts the process (install keeps 400 characters
+# of its log).
+wl hardened-dyld "$P/hardened-dyld" hardened-dyld "$DYLD"
+reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '"
 wl named /opt/homebrew/bin/llama-server ollama
 reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$"
 wl missing "$T/no-such-server" missing
@@ -155,6 +162,12 @@ jis "... in the process named as the program" "$T/o.json" .process.shim.process 
 status "$T/s.json"
 jis "status: the service's pid" "$T/s.json" .service.pid "$(svc pid)"
 jis "status: the shim is active in it" "$T/s.json" .service.shimActive true
+
+# A hardened program with both entitlements takes the shim.
+wl hardened-both "$P/hardened-both" hardened-both "$DYLD"
+install "$T/o.json" "$T/hardened-both.tar.gz" "$SHA"
+rc_is "a hardened program with both entitlements: install exits 0" 0
+jis "... the shim is active in it" "$T/o.json" .process.shimActive true
 
 # Installed without validation (no confirmation), a process that stays stock shows in status.
 wl named /opt/homebrew/bin/llama-server ollama
