@@ -110,7 +110,7 @@ rm -f "$T/hostile/sh"
 # llama-bench is in /opt/homebrew/bin. This guest's sshd runs in a private mount namespace with
 # a tmpfs on /opt holding /opt/homebrew/bin/llama-bench, and the simulated commands bound over
 # tests/guest-sim/bin without llama-bench: the host's /opt is never touched, and llama-bench is
-# on the guest's PATH nowhere.
+# on the guest's PATH nowhere. That copy finds the tree's probe through LUME_METAL_SIM_PROBE.
 if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
 	mkdir -p "$T/simbin" "$T/g/tahoe-brew"
 	for f in "$TOP"/tests/guest-sim/bin/*; do [ "${f##*/}" = llama-bench ] || cp -p "$f" "$T/simbin/"; done
@@ -119,7 +119,8 @@ if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; th
 	unshare -m --propagation private sh -c 'mount -t tmpfs lm-opt /opt && mkdir -p /opt/homebrew/bin &&
 		cp -p "$1/bin/llama-bench" /opt/homebrew/bin/ && cp -p "$1/metal-device.sh" /opt/homebrew/ &&
 		mount --bind "$2" "$1/bin" && shift 2 && exec sh "$@"' - "$TOP/tests/guest-sim" "$T/simbin" \
-		"$TOP/tests/sshd.sh" start "$T/g/tahoe-brew" 127.0.0.12 "$PORT" || exit 1
+		"$TOP/tests/sshd.sh" start "$T/g/tahoe-brew" 127.0.0.12 "$PORT" \
+		--env "LUME_METAL_SIM_PROBE=$TOP/build/linux/lume-metal-probe" || exit 1
 	sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" tahoe-brew running 127.0.0.12 true
 	Gb=$T/g/tahoe-brew/home
 	head -c 20000 /dev/urandom >"$Gb/model.gguf"

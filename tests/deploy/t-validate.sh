@@ -1,8 +1,10 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 # validate against real sshd guests with the simulated llama-perplexity (tests/guest-sim/bin),
-# whose figures follow the shim's variables in its environment: the shim arm must really run
-# through the payload's run-with-shim for its kernels (and figures) to differ. Then the gate: a
+# whose device lines and figures follow the Metal device the shim really produced in it (the
+# real probe under its environment and name): the shim arm must really run through the
+# payload's run-with-shim, and the shim must really activate and raise the device to Apple7, for
+# its kernels (and figures) to differ; a shim that fails closed leaves both arms alike. Then the gate: a
 # workload that requires validation (a test copy of manifests/ through LUME_METAL_DATADIR)
 # deploys only to an image version with a passing validate record.
 . "$(dirname "$0")/../lib.sh"
@@ -65,6 +67,34 @@ check "... recorded" test "$(records)" -eq $((nrec + 2))
 printf '#!/bin/sh\nexec llama-perplexity "$@"\n' >"$G/ppl-wrapper" && chmod +x "$G/ppl-wrapper"
 check_rc "a shim arm that took the stock path fails (KLD 0 proves nothing)" 1 V --llama-perplexity "$G/ppl-wrapper"
 check_grep "... saying nothing was compared" 'did not take the simdgroup paths' "$T/.out"
+# A shim that fails closed in the shim arm: this payload's shim.env sets
+# LUME_METAL_APPLE_FAMILY_MAX=1000, out of range (the shim takes 1001..1999), so the shim leaves
+# llama-perplexity stock; the arms run the same kernels and agree exactly (KLD 0), which proves
+# nothing. (The old simulation read the variables, not the device: it validated this.)
+mkdir -p "$T/ed"
+"$LM" build --target linux-sim -o "$T/closed.tar.gz" >/dev/null && tar -xzf "$T/closed.tar.gz" -C "$T/ed"
+# edit FILE SED: FILE of $T/ed edited by SED (the same length), its SHA-256 rewritten where
+# MANIFEST.json and SHA256SUMS name it, and MANIFEST.json's in SHA256SUMS, as a build writes them.
+edit() {
+	e_old=$(sha256sum <"$T/ed/$1" | cut -c1-64) m_old=$(sha256sum <"$T/ed/MANIFEST.json" | cut -c1-64)
+	sed -i "$2" "$T/ed/$1"
+	sed -i "s/$e_old/$(sha256sum <"$T/ed/$1" | cut -c1-64)/" "$T/ed/MANIFEST.json" "$T/ed/SHA256SUMS"
+	sed -i "s/$m_old/$(sha256sum <"$T/ed/MANIFEST.json" | cut -c1-64)/" "$T/ed/SHA256SUMS"
+}
+edit shim.env 's/^LUME_METAL_APPLE_FAMILY_MAX=1009$/LUME_METAL_APPLE_FAMILY_MAX=1000/'
+(cd "$T/ed" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort |
+	tar --no-recursion --owner=0 --group=0 --numeric-owner --mtime=@946684800 -cf - -T -) | gzip -n >"$T/closed.tar.gz"
+printf '%s  closed.tar.gz\n' "$(sha256sum <"$T/closed.tar.gz" | cut -c1-64)" >"$T/closed.tar.gz.sha256"
+nrec=$(records)
+check_rc "a shim that fails closed in the shim arm (LUME_METAL_APPLE_FAMILY_MAX=1000) fails" 1 \
+	V --payload "$T/closed.tar.gz" --evidence "$T/ev-closed" --json
+check_grep "... validation-failed: nothing was compared" '"state":"validation-failed".*"reasons":\["the shim arm did not take the simdgroup paths' "$T/.out"
+check_grep "... the shim arm's device is the stock one, Apple5 without simdgroup matrix" \
+	'"shimMetal":\{[^}]*"apple_family":1005[^}]*"simdgroup_matrix_mul":false' "$T/.out"
+check_grep "... and the arms agree exactly: mean KLD 0, same top token 100%" '"meanKld":0,.*"sameTopPercent":100[,}]' "$T/.out"
+check_has "... the shim's own reason is in the shim arm's stderr (the evidence)" \
+	'[lume-metal] llama-perplexity stays stock: LUME_METAL_APPLE_FAMILY_MAX="1000" is out of range 1001..1999' "$T/ev-closed/shim.stderr"
+check "... recorded" test "$(records)" -eq $((nrec + 1))
 
 # Input the parser refuses, and errors that say nothing of the image: no record.
 nrec=$(records)
@@ -111,7 +141,16 @@ sed 's/"context": 512/"context": 128/' "$D/manifests/workloads/llama-server.json
 sed -i 's/"id": "llama-server"/"id": "few"/' "$D/manifests/workloads/few.json"
 sed -e 's/"id": "llama-server"/"id": "plain"/' -e '/"requireValidation"/d' "$D/manifests/workloads/llama-server.json" \
 	>"$D/manifests/workloads/plain.json"
+# A profile whose ceiling is Apple6: the shim is active, but the device it makes has no Apple7,
+# so llama.cpp takes no simdgroup kernels and the shim arm computes what the stock arm did.
+sed -e 's/"id": "m1-ultra-tahoe-26.5"/"id": "apple6"/' -e 's/"appleFamilyMax": 1009/"appleFamilyMax": 1006/' \
+	"$TOP/manifests/profiles/m1-ultra-tahoe-26.5.json" >"$D/manifests/profiles/apple6.json"
 export LUME_METAL_DATADIR="$D"
+check_rc "a profile whose ceiling is Apple6 (the shim active, no Apple7) fails" 1 \
+	lm validate tahoe-v --target linux-sim --profile apple6 --model "$G/model.gguf" --image img-6 --json
+check_grep "... validation-failed: nothing was compared" '"state":"validation-failed".*"reasons":\["the shim arm did not take the simdgroup paths' "$T/.out"
+check_grep "... the shim arm's device is Apple6, without simdgroup matrix" \
+	'"shimMetal":\{[^}]*"apple_family":1006[^}]*"simdgroup_matrix_mul":false' "$T/.out"
 guest tahoe-w 127.0.0.14 || exit 1
 W=$T/g/tahoe-w/home
 cp "$G/model.gguf" "$W/model.gguf"

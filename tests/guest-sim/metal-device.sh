@@ -1,41 +1,97 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034 # sourced: the variables are its callers'
 # SIMULATION helper for lume-metal tests on Linux, sourced by the simulated llama.cpp tools in
-# bin/ (llama-bench, llama-perplexity): which Metal path a process of theirs takes, and the
+# bin/ (llama-bench, llama-perplexity): which Metal device a process of theirs gets, and the
 # ggml_metal_device_init lines llama.cpp prints on stderr for it. Not part of any real tool.
+#
+# The device is the one the shim really produced: the real lume-metal probe
+# (build/linux/lume-metal-probe, on the SIMULATED libMetal, `make shim`) runs with this process's
+# environment (so LD_PRELOAD brings the shim in, or not, and the shim reads its variables and
+# LUME_METAL_SIM_* shapes the stock device) under this process's own name (a link named as it,
+# since the shim matches LUME_METAL_PROCESSES against the process name). The shim decides as it
+# does in the real process: a missing, malformed or out-of-range variable or a name it is not
+# scoped to leaves the device stock, and its "[lume-metal] ..." line, when it says one, is
+# passed on. From the device's answers come llama.cpp's choices (docs/metal-facts.md):
+# simdgroup reduction = Apple7 or Metal3, simdgroup matrix mul. = Apple7, bfloat = Metal3 or
+# Apple6, the highest Apple, Common and Metal family. The shim's LUME_METAL_STATE_DIR is not
+# passed on: the probe's pid is not this process's. LUME_METAL_SIM_PROBE names the probe for a
+# copy of these tools outside this tree (default: the tree's, from the tool's own path).
 
-# sim_metal_arm NAME: sim_arm becomes "shim" when the shim's variables reach this process as
-# run-with-shim sets them (a family ceiling, the shim library preloaded, LUME_METAL_PROCESSES
-# naming NAME), else "stock"; LUME_METAL_SIM_BENCH=host makes it "host" (bare metal). Sets
-# sim_gpu, sim_fam and sim_on for that path.
+# sim_metal_arm NAME: runs the probe as NAME and sets sim_arm ("shim" when the shim is active in
+# the process, "stock" otherwise; LUME_METAL_SIM_BENCH=host makes it "host", bare metal),
+# sim_gpu, sim_fam (the Apple family line), sim_common, sim_metal ("" or the Metal family
+# line), sim_red, sim_mm, sim_bf (true/false), sim_kernels (the kernels llama.cpp takes:
+# "simdgroup" with simdgroup matrix mul., else "plain") and sim_say (the shim's stderr lines).
+# A probe that cannot run, or finds no device, ends the simulation (exit 1): not simulated.
 sim_metal_arm() {
-	sim_arm=stock
-	case ${LUME_METAL_APPLE_FAMILY_MAX:-} in 10[0-9][0-9]) sim_arm=shim ;; esac
-	case "${DYLD_INSERT_LIBRARIES:-}${LD_PRELOAD:-}" in *liblumemetal*) ;; *) sim_arm=stock ;; esac
-	case ",${LUME_METAL_PROCESSES:-$1}," in *,"$1",*) ;; *) sim_arm=stock ;; esac
-	[ "${LUME_METAL_SIM_BENCH:-}" = host ] && sim_arm=host
-	case $sim_arm in
-	stock) sim_gpu="Apple Paravirtual device" sim_fam="Apple5  (1005)" sim_on=false ;;
-	shim) sim_gpu="Apple Paravirtual device" sim_fam="Apple9  (1009)" sim_on=true ;;
-	host) sim_gpu="Apple M1 Ultra" sim_fam="Apple7  (1007)" sim_on=true ;;
+	sim_say=""
+	if [ "${LUME_METAL_SIM_BENCH:-}" = host ]; then
+		sim_arm=host sim_gpu="Apple M1 Ultra" sim_fam="Apple7  (1007)" sim_common="Common3 (3003)" sim_metal=""
+		sim_red=true sim_mm=true sim_bf=true sim_kernels=simdgroup
+		return 0
+	fi
+	sim_probe=${LUME_METAL_SIM_PROBE:-$(cd "${0%/*}/../../.." && pwd)/build/linux/lume-metal-probe}
+	sim_d=$(mktemp -d "${TMPDIR:-/tmp}/sim-metal.XXXXXX") || exit 1
+	ln -s "$sim_probe" "$sim_d/$1"
+	LUME_METAL_STATE_DIR='' "$sim_d/$1" >"$sim_d/out" 2>"$sim_d/err"
+	sim_json=$(cat "$sim_d/out")
+	sim_say=$(grep '^\[lume-metal\] ' "$sim_d/err")
+	sim_err=$(head -n 3 "$sim_d/err")
+	rm -rf "$sim_d"
+	case $sim_json in
+	*'"families":{'*) ;;
+	*)
+		printf '%s (SIMULATION): no Metal device from %s: %s (not simulated; make shim)\n' "$1" "$sim_probe" "$sim_err" >&2
+		exit 1
+		;;
 	esac
+	# One line a fact, from the probe's JSON (the families object, the device's name, the shim).
+	sim_facts=$(printf '%s\n' "$sim_json" | awk '{
+		f = $0; sub(/.*"families":\{/, "", f); sub(/\}.*/, "", f)
+		n = split(f, kv, ",")
+		for (i = 1; i <= n; i++) {
+			k = kv[i]; v = k; gsub(/"/, "", k); sub(/:.*/, "", k); sub(/.*:/, "", v)
+			if (v != "true") continue
+			has[k] = 1
+			if (k ~ /^Apple[0-9]+$/ && substr(k, 6) + 0 > apple) apple = substr(k, 6) + 0
+			if (k ~ /^Common[0-9]+$/ && substr(k, 7) + 0 > common) common = substr(k, 7) + 0
+			if (k ~ /^Metal[0-9]+$/ && substr(k, 6) + 0 > metal) metal = substr(k, 6) + 0
+		}
+		name = $0; sub(/.*"device":\{"name":"/, "", name); sub(/".*/, "", name)
+		print (index($0, "\"shim\":{\"active\":true") ? "shim" : "stock")
+		print name
+		print (apple ? sprintf("Apple%d  (%d)", apple, 1000 + apple) : "")
+		print (common ? sprintf("Common%d (%d)", common, 3000 + common) : "")
+		print (metal ? sprintf("Metal%d  (%d)", metal, 5000 + metal) : "")
+		print ((has["Apple7"] || has["Metal3"]) ? "true" : "false")
+		print (has["Apple7"] ? "true" : "false")
+		print ((has["Metal3"] || has["Apple6"]) ? "true" : "false")
+	}')
+	{
+		IFS= read -r sim_arm; IFS= read -r sim_gpu; IFS= read -r sim_fam; IFS= read -r sim_common
+		IFS= read -r sim_metal; IFS= read -r sim_red; IFS= read -r sim_mm; IFS= read -r sim_bf
+	} <<FACTS
+$sim_facts
+FACTS
+	sim_kernels=plain
+	[ "$sim_mm" != true ] || sim_kernels=simdgroup
 }
 
-# sim_metal_lines NAME: the shim's activation line (shim arm) and the device lines, on stderr.
+# sim_metal_lines: the shim's own lines, when it said any, and the device lines, on stderr.
 sim_metal_lines() {
-	[ "$sim_arm" = shim ] && printf '%s %s[%s:%s] [lume-metal] active in %s: appleFamilyMax=%s\n' \
-		"$(date '+%Y-%m-%d %H:%M:%S.000')" "$1" "$$" "$$" "$1" "$LUME_METAL_APPLE_FAMILY_MAX" >&2
-	cat >&2 <<ERR
-ggml_metal_device_init: tensor API disabled for pre-M5 and pre-A19 devices
-ggml_metal_library_init: using embedded metal library
-ggml_metal_device_init: GPU name:   MTL0 ($sim_gpu)
-ggml_metal_device_init: GPU family: MTLGPUFamily$sim_fam
-ggml_metal_device_init: GPU family: MTLGPUFamilyCommon3 (3003)
-ggml_metal_device_init: simdgroup reduction   = $sim_on
-ggml_metal_device_init: simdgroup matrix mul. = $sim_on
-ggml_metal_device_init: has unified memory    = true
-ggml_metal_device_init: has bfloat            = $sim_on
-ggml_metal_device_init: has tensor            = false
-ggml_metal_device_init: use residency sets    = true
-ggml_metal_device_init: use shared buffers    = true
-ERR
+	[ -z "$sim_say" ] || printf '%s\n' "$sim_say" >&2
+	{
+		echo "ggml_metal_device_init: tensor API disabled for pre-M5 and pre-A19 devices"
+		echo "ggml_metal_library_init: using embedded metal library"
+		echo "ggml_metal_device_init: GPU name:   MTL0 ($sim_gpu)"
+		[ -z "$sim_fam" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_fam"
+		[ -z "$sim_common" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_common"
+		[ -z "$sim_metal" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_metal"
+		echo "ggml_metal_device_init: simdgroup reduction   = $sim_red"
+		echo "ggml_metal_device_init: simdgroup matrix mul. = $sim_mm"
+		echo "ggml_metal_device_init: has unified memory    = true"
+		echo "ggml_metal_device_init: has bfloat            = $sim_bf"
+		echo "ggml_metal_device_init: has tensor            = false"
+		echo "ggml_metal_device_init: use residency sets    = true"
+		echo "ggml_metal_device_init: use shared buffers    = true"
+	} >&2
 }

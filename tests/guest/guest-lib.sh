@@ -166,3 +166,57 @@ same() {
 	snapshot "${3:-}" >"$2.now"
 	if diff -u "$2" "$2.now" >"$2.diff"; then ok "$1"; else not_ok "$1"; sed 's/^/#   /' "$2.diff"; fi
 }
+
+# Fake Mach-O files for the checks of run-with-shim, the simulated dyld (launchctl), codesign and
+# lipo: headers and signatures, no code (they cannot run on Linux).
+# le32 N / be32 N: N as four bytes, little or big endian.
+b4() {
+	# shellcheck disable=SC2059 # the format is built from octal escapes
+	printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"
+}
+le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
+be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
+ARM64=16777228 X86_64=16777223
+# macho OUT CPUTYPE SUBTYPE FILETYPE [CDFLAGS [ENTITLEMENTS-XML]]: a 64-bit Mach-O header (SUBTYPE
+# 2147483650 with ARM64: arm64e; FILETYPE 2 a program, 6 a dylib); with CDFLAGS an
+# LC_CODE_SIGNATURE and an embedded signature whose CodeDirectory (v=20400, no code pages, no
+# Team ID) has those flags (131074 adhoc,linker-signed; 65538 adhoc,runtime: the hardened
+# runtime), and with ENTITLEMENTS-XML an entitlements blob (slot 5) too.
+macho() {
+	{
+		le32 4277009103 && le32 "$2" && le32 "$3" && le32 "$4"
+		if [ $# -ge 5 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
+		le32 0 && le32 0
+		if [ $# -ge 5 ]; then
+			m_cd=96 m_ent=${6:-} m_n=1
+			[ -z "$m_ent" ] || m_n=2
+			m_sl=$((12 + 8 * m_n + m_cd))
+			[ -z "$m_ent" ] || m_sl=$((m_sl + 8 + ${#m_ent}))
+			le32 29 && le32 16 && le32 48 && le32 "$m_sl"
+			be32 4208856256 && be32 "$m_sl" && be32 "$m_n"
+			be32 0 && be32 $((12 + 8 * m_n))
+			[ -z "$m_ent" ] || { be32 5 && be32 $((12 + 8 * m_n + m_cd)); }
+			be32 4208856066 && be32 "$m_cd" && be32 132096 && be32 "$5" && be32 "$m_cd" && be32 88
+			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
+			m_i=0
+			while [ "$m_i" -lt 12 ]; do be32 0 && m_i=$((m_i + 1)); done
+			printf 'target\000\000'
+			[ -z "$m_ent" ] || { be32 4208882033 && be32 $((8 + ${#m_ent})) && printf '%s' "$m_ent"; }
+		fi
+	} >"$1"
+	chmod +x "$1"
+}
+# plist_xml BODY: an XML property list whose dict holds BODY (entitlements, as codesign prints them).
+plist_xml() {
+	printf '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0">\n<dict>\n%s</dict>\n</plist>\n' "$1"
+}
+# ents KEY...: entitlements that set each com.apple.security.cs.KEY true.
+ents() {
+	e_b=""
+	for e_k in "$@"; do
+		e_b="$e_b	<key>com.apple.security.cs.$e_k</key>
+	<true/>
+"
+	done
+	plist_xml "$e_b"
+}

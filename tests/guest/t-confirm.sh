@@ -1,12 +1,13 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# shellcheck disable=SC1091 # sourced libs
 # Step 8's confirmation: after the bootstrap, install waits until the process launchd runs (the
 # SIMULATED launchd runs it for real: tests/guest-sim/bin/launchctl) has the shim active, by the
 # state the shim leaves for its pid, with no exit since. A job that stays stock (a hardened
 # program: dyld drops the shim; a process name the shim is not scoped to), aborts (arm64e: dyld
-# cannot insert the arm64 shim), crash-loops or cannot be spawned is reverted: the old release and
-# its service are back, running with the shim, and the reason says which. The programs are the
-# fake Mach-O files of t-inject.sh; the simulated launchctl runs the workload stand-in for them.
+# cannot insert the arm64 shim; a hardened program without disable-library-validation: library
+# validation refuses the ad-hoc signed shim), crash-loops or cannot be spawned is reverted: the old release and
+# its service are back, running with the shim, and the reason says which. The programs are
+# guest-lib.sh's fake Mach-O files; the simulated launchctl runs the workload stand-in for them.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
@@ -15,35 +16,14 @@
 LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=10
 export LUME_METAL_SIM_THROTTLE LUME_METAL_CONFIRM_TIMEOUT
 
-b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
-le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
-be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
-ARM64=16777228
-# macho OUT SUBTYPE FILETYPE [CDFLAGS]: an arm64 Mach-O header (SUBTYPE 2147483650: arm64e), with
-# CDFLAGS an embedded signature whose CodeDirectory has those flags (t-inject.sh's, shortened).
-macho() {
-	{
-		le32 4277009103 && le32 $ARM64 && le32 "$2" && le32 "$3"
-		if [ $# -ge 4 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
-		le32 0 && le32 0
-		if [ $# -ge 4 ]; then
-			le32 29 && le32 16 && le32 48 && le32 124
-			be32 4208856256 && be32 124 && be32 1 && be32 0 && be32 20
-			be32 4208856066 && be32 96 && be32 132096 && be32 "$4" && be32 96 && be32 88
-			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
-			i=0
-			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
-			printf 'target\000\000'
-		fi
-	} >"$1"
-	chmod +x "$1"
-}
 P=$T/progs
 mkdir -p "$P"
-macho "$P/arm64" 0 2 131074
-macho "$P/arm64e" 2147483650 2 131074
-macho "$P/hardened" 0 2 65538
-macho "$T/shim.dylib" 0 6 131074
+macho "$P/arm64" $ARM64 0 2 131074
+macho "$P/arm64e" $ARM64 2147483650 2 131074
+macho "$P/hardened" $ARM64 0 2 65538
+macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
+macho "$P/hardened-both" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
+macho "$T/shim.dylib" $ARM64 0 6 131074
 printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
 chmod +x "$P/crash"
 
@@ -125,6 +105,11 @@ wl hardened "$P/hardened" hardened "$DYLD"
 LUME_METAL_CONFIRM_TIMEOUT=2
 reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s"
 LUME_METAL_CONFIRM_TIMEOUT=10
+# allow-dyld-environment-variables alone: library validation refuses the ad-hoc signed shim (no
+# LC_UUID in this one: dyld's zeros) and dyld aborts the process (install keeps 400 characters
+# of its log).
+wl hardened-dyld "$P/hardened-dyld" hardened-dyld "$DYLD"
+reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '"
 wl named /opt/homebrew/bin/llama-server ollama
 reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$"
 wl missing "$T/no-such-server" missing
@@ -132,13 +117,15 @@ reverted "a program that does not exist (launchd: EX_CONFIG)" missing "exited \\
 
 # Before anything live changes, install checks the LaunchAgent's program with run-with-shim
 # --check: on macOS (a macos payload, its arm64 shim; uname says Darwin here) an arm64e or a
-# hardened program is refused with the reason, and the old service keeps running (same pid).
+# hardened program (without either entitlement, or with allow-dyld-environment-variables alone) is
+# refused with run-with-shim's reason, whole, and the old service keeps running (same pid).
 if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-metal-probe" ]; then
 	mkdir -p "$T/darwin"
 	printf '#!/bin/sh\necho Darwin\n' >"$T/darwin/uname"
 	chmod +x "$T/darwin/uname"
 	for c in "arm64e|is arm64e; the shim is arm64 only: dyld would abort it" \
-		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: dyld would drop the shim and it would run stock"; do
+		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables and com.apple.security.cs.disable-library-validation: dyld would drop the shim and it would run stock" \
+		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it"; do
 		n=${c%%|*}
 		wl_json "mac-$n" "$P/$n" "$n"
 		payload "$T/mac-$n.tar.gz" --target macos --workload "$T/wl/mac-$n.json"
@@ -175,6 +162,12 @@ jis "... in the process named as the program" "$T/o.json" .process.shim.process 
 status "$T/s.json"
 jis "status: the service's pid" "$T/s.json" .service.pid "$(svc pid)"
 jis "status: the shim is active in it" "$T/s.json" .service.shimActive true
+
+# A hardened program with both entitlements takes the shim.
+wl hardened-both "$P/hardened-both" hardened-both "$DYLD"
+install "$T/o.json" "$T/hardened-both.tar.gz" "$SHA"
+rc_is "a hardened program with both entitlements: install exits 0" 0
+jis "... the shim is active in it" "$T/o.json" .process.shimActive true
 
 # Installed without validation (no confirmation), a process that stays stock shows in status.
 wl named /opt/homebrew/bin/llama-server ollama

@@ -1,56 +1,25 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2059 # sourced libs; printf formats built from octal escapes
+# shellcheck disable=SC1091 # sourced libs
 # run-with-shim checks the program it injects the Mach-O shim into and refuses, with the reason
 # and before exec, an arm64e or x86_64 one (dyld would abort it: the shim is arm64 only) and a
 # hardened-runtime one without allow-dyld-environment-variables (dyld would drop the shim
-# silently). The programs are Mach-O headers and signatures made here (and the zig-built probe
-# from build/macos/ when present); they cannot run on Linux, so an exec shows as "Exec format
-# error" from the shell and a refusal as exit 2 with one JSON object and no exec.
+# silently) or disable-library-validation (library validation would refuse the ad-hoc signed
+# shim, and dyld abort the process), naming the one missing or both. The programs are Mach-O headers and signatures (guest-lib.sh's macho, and the
+# zig-built probe from build/macos/ when present); they cannot run on Linux, so an exec shows as
+# "Exec format error" from the shell and a refusal as exit 2 with one JSON object and no exec.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
-# le32 N / be32 N: N as four bytes, little or big endian.
-b4() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"; }
-le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
-be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
-ARM64=16777228 X86_64=16777223
-# macho OUT CPUTYPE SUBTYPE FILETYPE [CDFLAGS [ENTITLEMENTS-XML]]: a 64-bit Mach-O header; with
-# CDFLAGS an LC_CODE_SIGNATURE and an embedded signature whose CodeDirectory (v=20400, no code
-# pages) has those flags, and with ENTITLEMENTS-XML an entitlements blob (slot 5) too.
-macho() {
-	{
-		le32 4277009103 && le32 "$2" && le32 "$3" && le32 "$4"
-		if [ $# -ge 5 ]; then le32 1 && le32 16; else le32 0 && le32 0; fi
-		le32 0 && le32 0
-		if [ $# -ge 5 ]; then
-			cd=96 ent=${6:-} n=1
-			[ -z "$ent" ] || n=2
-			sl=$((12 + 8 * n + cd))
-			[ -z "$ent" ] || sl=$((sl + 8 + ${#ent}))
-			le32 29 && le32 16 && le32 48 && le32 "$sl"
-			be32 4208856256 && be32 "$sl" && be32 "$n"
-			be32 0 && be32 $((12 + 8 * n))
-			[ -z "$ent" ] || { be32 5 && be32 $((12 + 8 * n + cd)); }
-			be32 4208856066 && be32 "$cd" && be32 132096 && be32 "$5" && be32 "$cd" && be32 88
-			be32 0 && be32 0 && be32 48 && b4 32 2 0 12
-			i=0
-			while [ "$i" -lt 12 ]; do be32 0 && i=$((i + 1)); done
-			printf 'target\000\000'
-			[ -z "$ent" ] || { be32 4208882033 && be32 $((8 + ${#ent})) && printf '%s' "$ent"; }
-		fi
-	} >"$1"
-	chmod +x "$1"
-}
-plist() {
-	printf '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0">\n<dict>\n%s</dict>\n</plist>\n' "$1"
-}
-ALLOW_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
-	<true/>
+ALLOW_DYLD=$(ents allow-dyld-environment-variables)
+JIT_ONLY=$(ents allow-jit)
+DENY_DYLD=$(plist_xml '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
+	<false/>
 ')
-JIT_ONLY=$(plist '	<key>com.apple.security.cs.allow-jit</key>
+NO_LV=$(ents disable-library-validation)
+BOTH=$(ents allow-dyld-environment-variables disable-library-validation)
+LV_FALSE=$(plist_xml '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
 	<true/>
-')
-DENY_DYLD=$(plist '	<key>com.apple.security.cs.allow-dyld-environment-variables</key>
+	<key>com.apple.security.cs.disable-library-validation</key>
 	<false/>
 ')
 P=$T/progs
@@ -62,6 +31,9 @@ macho "$P/hardened" $ARM64 0 2 65538
 macho "$P/hardened-allowed" $ARM64 0 2 65538 "$ALLOW_DYLD"
 macho "$P/hardened-jit" $ARM64 0 2 65538 "$JIT_ONLY"
 macho "$P/hardened-false" $ARM64 0 2 65538 "$DENY_DYLD"
+macho "$P/hardened-lv" $ARM64 0 2 65538 "$NO_LV"
+macho "$P/hardened-both" $ARM64 0 2 65538 "$BOTH"
+macho "$P/hardened-lv-false" $ARM64 0 2 65538 "$LV_FALSE"
 macho "$P/unsigned" $ARM64 0 2
 macho "$T/shim.dylib" $ARM64 0 6 131074
 # A universal x86_64 + arm64 program (unsigned slices): the arm64 slice runs.
@@ -124,14 +96,21 @@ allowed() {
 refused "an arm64e program" "$P/arm64e" "^$P/arm64e is arm64e; the shim is arm64 only: dyld would abort it\$"
 refused "an x86_64 program" "$P/x86_64" "^$P/x86_64 is x86_64; the shim is arm64 only: dyld would abort it\$"
 refused "a universal x86_64 + arm64e program" "$P/universal-arm64e" " is arm64e; the shim is arm64 only"
-HR="has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: dyld would drop the shim and it would run stock\$"
+DY=com.apple.security.cs.allow-dyld-environment-variables LV=com.apple.security.cs.disable-library-validation
+HR="has the hardened runtime without $DY and $LV: dyld would drop the shim and it would run stock\$"
 refused "a hardened-runtime program without entitlements" "$P/hardened" "^$P/hardened $HR"
 refused "a hardened-runtime program with other entitlements" "$P/hardened-jit" "^$P/hardened-jit $HR"
-refused "a hardened-runtime program with the entitlement false" "$P/hardened-false" "^$P/hardened-false $HR"
+refused "a hardened-runtime program with allow-dyld false" "$P/hardened-false" "^$P/hardened-false $HR"
+refused "a hardened-runtime program with allow-dyld alone (library validation)" "$P/hardened-allowed" \
+	"^$P/hardened-allowed has the hardened runtime without $LV: its library validation would refuse the ad-hoc signed shim and dyld would abort it\$"
+refused "a hardened-runtime program with allow-dyld and disable-library-validation false" "$P/hardened-lv-false" \
+	"^$P/hardened-lv-false has the hardened runtime without $LV: its library validation"
+refused "a hardened-runtime program with disable-library-validation alone" "$P/hardened-lv" \
+	"^$P/hardened-lv has the hardened runtime without $DY: dyld would drop the shim and it would run stock\$"
 refused "a script" "$P/script" "^$P/script is not a Mach-O program"
 check "a script: it did not run" test ! -e "$T/ran"
 allowed "an arm64 program" "$P/arm64"
-allowed "a hardened-runtime program with allow-dyld-environment-variables" "$P/hardened-allowed"
+allowed "a hardened-runtime program with both entitlements" "$P/hardened-both"
 allowed "a universal x86_64 + arm64 program" "$P/universal"
 allowed "an unsigned arm64 program (the kernel's business)" "$P/unsigned"
 PATH="$P:$PATH" run "$T/o.json" "$R/bin/run-with-shim" arm64e
@@ -142,6 +121,12 @@ is_eq "a program exec cannot find: exec's own error" "$RC" 127
 # --check: the verdict alone, nothing run.
 run "$T/o.json" "$R/bin/run-with-shim" --check "$P/arm64"
 is_eq "--check of an arm64 program: exit 0, {\"result\":\"ok\"}" "$RC:$(cat "$T/o.json")" '0:{"result":"ok"}'
+run "$T/o.json" "$R/bin/run-with-shim" --check "$P/hardened-both"
+is_eq "--check of a hardened program with both entitlements: exit 0, {\"result\":\"ok\"}" "$RC:$(cat "$T/o.json")" '0:{"result":"ok"}'
+run "$T/o.json" "$R/bin/run-with-shim" --check "$P/hardened-allowed"
+rc_is "--check of a hardened program with allow-dyld alone: exits 2" 2
+jis "... the reason names disable-library-validation" "$T/o.json" .reason \
+	"$P/hardened-allowed has the hardened runtime without $LV: its library validation would refuse the ad-hoc signed shim and dyld would abort it"
 run "$T/o.json" "$R/bin/run-with-shim" --check "$P/script"
 rc_is "--check of a script: exits 2" 2
 check "--check: the script did not run" test ! -e "$T/ran"

@@ -5,8 +5,9 @@
 # line per check, one JSON evidence file, exit 1 when a check fails. The linux-sim release's
 # files are ELF, which codesign and lipo refuse as the real ones do; a release carrying the
 # zig-built arm64 Mach-O shim and probe shows their PASS side, and an arm64e probe beside an
-# arm64 shim the architecture check's FAIL. dyld's DYLD_PRINT_INTERPOSING report exists on
-# macOS only: here that check says SKIP.
+# arm64 shim the architecture check's FAIL, and a hardened workload program the entitlements
+# check's FAIL (allow-dyld-environment-variables alone) and PASS (with disable-library-validation).
+# dyld's DYLD_PRINT_INTERPOSING report exists on macOS only: here that check says SKIP.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 MFR=$TOP/scripts/mac-first-run
@@ -31,8 +32,10 @@ is_eq "the shim is active on AppleParavirtDevice" "$(result "$T/o1" "shim active
 is_eq "probe productVersion = sw_vers" "$(result "$T/o1" "probe productVersion = sw_vers")" PASS
 is_eq "no host: its preference is SKIP" "$(result "$T/o1" "host preference")" SKIP
 is_eq "no model: llama-bench SKIP" "$(result "$T/o1" "llama-bench simdgroup paths")" SKIP
+check_grep "no workload program here: SKIP, naming it" '^SKIP workload takes the shim: no program at /opt/homebrew/bin/llama-server ' "$T/o1"
 is_json "the evidence is one JSON object" "$T/ev1.json"
 jis "the evidence: mode" "$T/ev1.json" .mode local
+jis "the evidence: the workload's program, from the release's LaunchAgent" "$T/ev1.json" .guest.workload.program /opt/homebrew/bin/llama-server
 jis "the evidence: one entry per check line" "$T/ev1.json" '.checks#' "$(grep -cE '^(PASS|FAIL|SKIP) ' "$T/o1")"
 jis "the evidence: the failures counted" "$T/ev1.json" .failed "$(grep -c '^FAIL ' "$T/o1")"
 jget "$T/ev1.json" .guest.probe.stdout >"$T/ps"
@@ -98,6 +101,25 @@ if [ -f "$DY" ] && [ -f "$PR" ]; then
 	dash "$MFR" --local --release "$M" --evidence "$T/ev8.json" >"$T/o8" 2>&1
 	check_grep "an arm64e probe beside an arm64 shim: FAIL naming arm64e" "^FAIL shim covers the probe's architectures: the shim lacks arm64e " "$T/o8"
 	check_grep "... and its changed header fails codesign" '^FAIL codesign probe: .*invalid signature \(code or signature have been modified\)' "$T/o8"
+	# The workload's program (its path through the LaunchAgent's __LUME_METAL_HOME__ token, a
+	# space in HOME): a hardened one with allow-dyld-environment-variables alone would be aborted
+	# by dyld (library validation refuses the ad-hoc shim); with disable-library-validation too,
+	# dyld loads the shim (a macOS release: DYLD_INSERT_LIBRARIES).
+	mkdir -p "$HOME/bin"
+	sed -i 's|^LUME_METAL_PRELOAD_VAR=.*|LUME_METAL_PRELOAD_VAR=DYLD_INSERT_LIBRARIES|' "$M/shim.env"
+	sed -i 's|<string>/opt/homebrew/bin/llama-server</string>|<string>__LUME_METAL_HOME__/bin/server</string>|' "$M/LaunchAgent.plist"
+	macho "$HOME/bin/server" "$ARM64" 0 2 65538 "$(ents allow-dyld-environment-variables)"
+	dash "$MFR" --local --release "$M" --evidence "$T/ev12.json" >"$T/o12" 2>&1
+	check_has "a hardened workload with allow-dyld alone: FAIL, its flags and entitlements, run-with-shim's reason" \
+		"FAIL workload takes the shim: $HOME/bin/server: flags 0x10002(adhoc,runtime); cs entitlements true: allow-dyld-environment-variables; $HOME/bin/server has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it" "$T/o12"
+	jget "$T/ev12.json" .guest.entitlements.workload >"$T/went"
+	check_has "... the evidence keeps its entitlements" '<key>com.apple.security.cs.allow-dyld-environment-variables</key>' "$T/went"
+	jget "$T/ev12.json" .guest.codesign.workload >"$T/wcd"
+	check_grep "... and its codesign -d --verbose" 'flags=0x10002\(adhoc,runtime\)' "$T/wcd"
+	macho "$HOME/bin/server" "$ARM64" 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
+	dash "$MFR" --local --release "$M" --evidence "$T/ev13.json" >"$T/o13" 2>&1
+	check_has "with disable-library-validation too: PASS, dyld would load the shim" \
+		"PASS workload takes the shim: $HOME/bin/server: flags 0x10002(adhoc,runtime); cs entitlements true: allow-dyld-environment-variables, disable-library-validation; run-with-shim --check: dyld would load the shim" "$T/o13"
 else
 	ok "Mach-O release # SKIP no build/macos shim and probe (make shim)"
 fi

@@ -277,4 +277,66 @@ if [ -f "$DY" ]; then
 else
 	ok "codesign on the shim # SKIP no build/macos/liblumemetal.dylib (make shim)"
 fi
+
+# llama-perplexity and llama-bench (SIMULATED llama.cpp): the Metal device and the figures are the
+# ones the shim really produced in the process (the real probe runs under its environment and
+# name), not what its variables ask for: a shim that fails closed, or is not scoped to the
+# process, leaves the device stock, and a KL comparison of stock against stock is 0.
+for c in llama-perplexity llama-bench; do
+	head -n 3 "$S/$c" >"$T/.head.$c"
+	check_grep "$c is labelled a SIMULATION in its first lines" '^# SIMULATION of llama\.cpp' "$T/.head.$c"
+done
+printf 'GGUF stand-in\n' >"$T/m.gguf"
+awk 'BEGIN { for (i = 0; i < 300; i++) print "The quick brown fox jumps over the lazy dog." }' >"$T/text.txt"
+SHIM=$TOP/build/linux/liblumemetal.so
+# ppl NAME [VAR=VALUE...]: the KL arm against $T/base, the shim preloaded with those variables
+# (LUME_METAL_PROCESSES=llama-perplexity unless one is given); stdout NAME.out, stderr NAME.err.
+ppl() {
+	p_n=$1
+	shift
+	env LD_PRELOAD="$SHIM" LUME_METAL_PROCESSES=llama-perplexity "$@" \
+		llama-perplexity -m "$T/m.gguf" -c 128 --kl-divergence-base "$T/base" --kl-divergence >"$T/$p_n.out" 2>"$T/$p_n.err"
+	is_eq "$p_n: exit 0" $? 0
+}
+llama-perplexity -m "$T/m.gguf" -f "$T/text.txt" -c 128 --kl-divergence-base "$T/base" >"$T/base.out" 2>"$T/base.err"
+is_eq "the stock arm: exit 0" $? 0
+check_grep "... its logits from the plain kernels (no simdgroup matrix on the stock device)" '^_logits_ .* kernels=plain$' "$T/base"
+check_grep "... Apple5" '^ggml_metal_device_init: GPU family: MTLGPUFamilyApple5  \(1005\)$' "$T/base.err"
+
+ppl shim LUME_METAL_APPLE_FAMILY_MAX=1009
+check_grep "shim arm: the shim's own activation line" '^\[lume-metal\] active in llama-perplexity \(AppleParavirtDevice\): appleFamilyMax=1009 ' "$T/shim.err"
+check_grep "... Apple9" '^ggml_metal_device_init: GPU family: MTLGPUFamilyApple9  \(1009\)$' "$T/shim.err"
+check_grep "... simdgroup matrix mul. true" '^ggml_metal_device_init: simdgroup matrix mul\. = true$' "$T/shim.err"
+check_grep "... the simdgroup kernels against the plain ones: mean KLD 0.000412" '^Mean    KLD:   0\.000412 ' "$T/shim.out"
+
+ppl out-of-range LUME_METAL_APPLE_FAMILY_MAX=1000
+check_grep "LUME_METAL_APPLE_FAMILY_MAX=1000: the shim says it stays stock" '^\[lume-metal\] llama-perplexity stays stock: LUME_METAL_APPLE_FAMILY_MAX="1000" is out of range 1001\.\.1999$' "$T/out-of-range.err"
+check_grep "... the device stays Apple5" '^ggml_metal_device_init: GPU family: MTLGPUFamilyApple5  \(1005\)$' "$T/out-of-range.err"
+check_grep "... simdgroup matrix mul. false" '^ggml_metal_device_init: simdgroup matrix mul\. = false$' "$T/out-of-range.err"
+check_grep "... the same kernels as the base: mean KLD 0" '^Mean    KLD:   0\.000000 ±   0\.000000$' "$T/out-of-range.out"
+check_grep "... 100% same top token" '^Same top p: 100\.000 ± 0\.000 %$' "$T/out-of-range.out"
+ppl malformed LUME_METAL_APPLE_FAMILY_MAX=1009 LUME_METAL_MAX_THREADGROUP_MEMORY=64k
+check_grep "a malformed LUME_METAL_MAX_THREADGROUP_MEMORY: stock too" '^ggml_metal_device_init: simdgroup matrix mul\. = false$' "$T/malformed.err"
+ppl hex LUME_METAL_APPLE_FAMILY_MAX=0x3f1
+check_grep "LUME_METAL_APPLE_FAMILY_MAX=0x3f1, which the shim reads as 1009: Apple9" '^ggml_metal_device_init: GPU family: MTLGPUFamilyApple9  \(1009\)$' "$T/hex.err"
+ppl other-process LUME_METAL_APPLE_FAMILY_MAX=1009 LUME_METAL_PROCESSES=llama-server
+check_grep "a shim scoped to another process: stock, mean KLD 0" '^Mean    KLD:   0\.000000 ' "$T/other-process.out"
+ppl apple6 LUME_METAL_APPLE_FAMILY_MAX=1006
+check_grep "a ceiling of Apple6: the shim is active" '^\[lume-metal\] active in llama-perplexity ' "$T/apple6.err"
+check_grep "... but without Apple7 no simdgroup matrix mul." '^ggml_metal_device_init: simdgroup matrix mul\. = false$' "$T/apple6.err"
+check_grep "... bfloat from Apple6" '^ggml_metal_device_init: has bfloat            = true$' "$T/apple6.err"
+check_grep "... the plain kernels again: mean KLD 0" '^Mean    KLD:   0\.000000 ' "$T/apple6.out"
+ppl no-base-class LUME_METAL_APPLE_FAMILY_MAX=1009 LUME_METAL_SIM_BASE_NAME=MTLOtherDevice
+check_grep "a Metal without _MTLDevice: the shim stays stock, and says why" '^\[lume-metal\] llama-perplexity stays stock: class _MTLDevice not found$' "$T/no-base-class.err"
+check_grep "... mean KLD 0" '^Mean    KLD:   0\.000000 ' "$T/no-base-class.out"
+LUME_METAL_SIM_PPL=bad-kld ppl bad LUME_METAL_APPLE_FAMILY_MAX=1009
+check_grep "broken simdgroup kernels (LUME_METAL_SIM_PPL=bad-kld): mean KLD 1.87" '^Mean    KLD:   1\.873412 ' "$T/bad.out"
+LUME_METAL_SIM_PPL=bad-kld ppl bad-stock LUME_METAL_APPLE_FAMILY_MAX=1000
+check_grep "... which never run where the shim stays stock: 0" '^Mean    KLD:   0\.000000 ' "$T/bad-stock.out"
+env LD_PRELOAD="$SHIM" LUME_METAL_PROCESSES=llama-bench LUME_METAL_APPLE_FAMILY_MAX=1000 \
+	llama-bench -m "$T/m.gguf" -p 16 -n 4 -r 1 -o json >"$T/lb.out" 2>"$T/lb.err"
+check_grep "llama-bench with a shim that stays stock: the stock figures (~432 pp)" '"samples_ts": \[ 4[0-9]{2}\.[0-9]+ \]' "$T/lb.out"
+env LD_PRELOAD="$SHIM" LUME_METAL_PROCESSES=llama-bench LUME_METAL_APPLE_FAMILY_MAX=1009 \
+	llama-bench -m "$T/m.gguf" -p 16 -n 4 -r 1 -o json >"$T/lb.out" 2>"$T/lb.err"
+check_grep "... and with the shim active, the shim's (~4787 pp)" '"samples_ts": \[ 4[0-9]{3}\.[0-9]+ \]' "$T/lb.out"
 t_done
