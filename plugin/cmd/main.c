@@ -44,6 +44,14 @@
 	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
 	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
 
+#define ORDER_FLAGS \
+	"\nOutput order:\n" \
+	"  --order finish|input  finish (the default): each VM's line as it finishes; input: in the\n" \
+	"                        order the VMs were given (names, then --host; --all: lume ls's; --hosts:\n" \
+	"                        the file's, each host's VMs in its lume ls order), each line as soon as\n" \
+	"                        every VM before it is printed. Either way the JSON summary's \"order\"\n" \
+	"                        lists the VMs in input order.\n"
+
 #define PAYLOAD_FLAGS \
 	"\nPayload:\n" \
 	"  --payload FILE      a built payload (verified first); otherwise one is built for:\n" \
@@ -71,7 +79,7 @@ static const cli_command commands[] = {
 	    "probe VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS]\n\n"
 	    "Uploads the payload to the guest's staging directory, runs its probe stock and through\n"
 	    "run-with-shim with --expect in a scratch directory, prints both, and removes them all.\n"
-	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
+	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"deploy", cmd_deploy, "push, verify, install, validate, activate, record",
 	    "deploy VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS] [--image REF] [--force] [--dry-run]\n\n"
 	    "Reads the guest's facts (macOS version and build, hw.model, chip, image.json), consults\n"
@@ -96,7 +104,7 @@ static const cli_command commands[] = {
 	    "  --max-fail N|P%     failure budget: more failures than this and no further VM is started\n"
 	    "                      (running ones finish); checked before each VM, not only per wave\n"
 	    "  --rollback-on-fail  when the run stops, VMs it deployed go back to their previous release\n"
-	    CONN_FLAGS, NULL},
+	    ORDER_FLAGS CONN_FLAGS, NULL},
 	{"golden", cmd_golden, "clone, validate, stamp, push and record a golden image",
 	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
 	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
@@ -126,7 +134,7 @@ static const cli_command commands[] = {
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
 	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
-	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" CONN_FLAGS, NULL},
+	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" ORDER_FLAGS CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
@@ -134,7 +142,7 @@ static const cli_command commands[] = {
 	    "none: the service is booted out and everything lume-metal installed is removed; then the\n"
 	    "probe of a payload for --target (default macos) or --payload runs in a scratch directory to\n"
 	    "show the stock answers (--no-probe skips it). The rollback is recorded in the ledger.\n"
-	    CONN_FLAGS, NULL},
+	    ORDER_FLAGS CONN_FLAGS, NULL},
 	{"ledger", cmd_ledger, "show, export or merge the results per image version",
 	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n"
 	    "       ledger merge [--state DIR] [--json] SRC...\n\n"
@@ -282,7 +290,8 @@ static const struct {
 	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
 	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
 	{"status", "  lume-metal status tahoe-1\n"
-	    "  lume-metal status --hosts macs.txt --format json\n"},
+	    "  lume-metal status --hosts macs.txt --format json\n"
+	    "  lume-metal status --all --order input > before.txt\n"},
 	{"rollback", "  lume-metal rollback tahoe-1\n"
 	    "  lume-metal rollback --all --to none --no-probe\n"},
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
