@@ -435,6 +435,9 @@ print_line(const cJSON *res)
 {
 	const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
 	const cJSON *shimmed = cJSON_GetObjectItemCaseSensitive(res, "shimmed");
+	const cJSON *val = cJSON_GetObjectItemCaseSensitive(res, "validation");
+	const cJSON *kld = cJSON_GetObjectItemCaseSensitive(val, "meanKld"), *top = cJSON_GetObjectItemCaseSensitive(val,
+	    "sameTopPercent"), *ratio = cJSON_GetObjectItemCaseSensitive(val, "pplRatio");
 
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "action"))) { /* --dry-run's plan */
 		char cur[16], nw[16];
@@ -445,6 +448,12 @@ print_line(const cJSON *res)
 		    short_sha(cur, sizeof cur, res, "current"), short_sha(nw, sizeof nw, res, "new"),
 		    strcmp(act, "install") == 0 ? "install" : act, strcmp(act, "unchanged") == 0 ? "" : ": ",
 		    strcmp(act, "unchanged") == 0 ? "" : str(res, "message", ""));
+		return;
+	}
+	if (strcmp(str(res, "state", ""), "validated") == 0 && cJSON_IsNumber(kld) && cJSON_IsNumber(top) &&
+	    cJSON_IsNumber(ratio)) { /* validate: its figures */
+		cli_printf("%-24s %-18s mean KLD %.6f, same top token %.3f%%, PPL(Q)/PPL(base) %.6f\n", str(res, "vm", "?"),
+		    "validated", kld->valuedouble, top->valuedouble, ratio->valuedouble);
 		return;
 	}
 	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {

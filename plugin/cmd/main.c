@@ -190,7 +190,7 @@ static const cli_command commands[] = {
 	    "raw JSON and stderr of every arm, results.csv, metadata.md, SHA256SUMS. --timeout defaults\n"
 	    "to 3600 here.\n" CONN_FLAGS, NULL},
 	{"validate", cmd_validate, "llama-perplexity stock vs shim in a guest: the kernels compute the same",
-	    "validate VM | --host user@addr[:port] --model PATH [--text FILE] [--chunks N]\n"
+	    "validate VM | --host user@addr[:port] | --hosts FILE [VM...] --model PATH [--text FILE] [--chunks N]\n"
 	    "      [--llama-perplexity PATH] [--evidence DIR] [--image REF] [PAYLOAD FLAGS]\n\n"
 	    "Proves that the kernels the shim unlocks compute what the stock ones do, with llama.cpp's own\n"
 	    "tool. Uploads the payload and the text to a scratch directory in the guest and runs there,\n"
@@ -206,6 +206,14 @@ static const cli_command commands[] = {
 	    "\"requireValidation\" deploys only to a version whose last validate record passed. Exit 0\n"
 	    "validated, 1 validation failed or could not run, 2 bad input (no model or llama-perplexity in\n"
 	    "the guest). Progress per arm goes to stderr.\n\n"
+	    "With --hosts FILE: every VM the hosts list (VM names filter them), as deploy reaches them.\n"
+	    "One VM of each image version runs the two arms and records the verdict once; a version is\n"
+	    "the image digest and the Mac's chip, model and build, so Macs that differ validate apart.\n"
+	    "The other VMs of that version wait for it and report its verdict: validated or\n"
+	    "validation-failed, the message and \"validatedBy\" naming the VM that ran it (or skipped when\n"
+	    "that run recorded none: failed, timeout). One line per VM, then a summary, as deploy's; exit 0\n"
+	    "when every VM is validated, 1 otherwise. --evidence DIR then holds one directory per VM that\n"
+	    "ran (HOST_VM).\n\n"
 	    "  --model PATH            the model's path in the guest (required)\n"
 	    "  --text FILE             a text on this host (default: the workload's, under manifests/)\n"
 	    "  --chunks N              chunks of 512 tokens (default: the workload's, 8); fewer than 100\n"
@@ -218,7 +226,7 @@ static const cli_command commands[] = {
 	    "  --image REF             the image reference for the ledger (default: the guest's image.json)\n"
 	    "  --timeout SECONDS       defaults to 3600 here: a large model's stock arm runs on the slow\n"
 	    "                          kernels, about ten times the shim arm's time\n"
-	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
+	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
 	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
 	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"
@@ -304,7 +312,8 @@ static const struct {
 	    "  lume-metal host status --hosts macs.txt --json\n"},
 	{"bench", "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n"},
 	{"validate", "  lume-metal validate tahoe-1 --model ~/models/tinyllama.gguf\n"
-	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"},
+	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"
+	    "  lume-metal validate --hosts macs.txt --model ~/m.gguf --order input\n"},
 	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --model ~/m.gguf --dry-run\n"
 	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n"},
 	{"config", "  lume-metal config\n"
