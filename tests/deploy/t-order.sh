@@ -58,6 +58,23 @@ for fmt in json text; do
 	check "... exit 0" test "$rc" -eq 0
 	check "... every line in the order given" test "$(names "$T/input-$fmt.out")" = "f1 slow f2 "
 done
+# A second interrupt while slow runs: the lines held for it are printed with it, abandoned, in input order.
+e=$(ends)
+run twice --json --order input
+wait_grep '"vm":"f1"' "$T/twice.out" && wait_ends $((e + 1))
+kill -TERM "$pid"
+wait_grep interrupted "$T/twice.err"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "--order input, interrupted twice while slow runs: exit 130" test "$rc" -eq 130
+# (f2 is ok, or abandoned if its sshd saw it end but the controller had not settled it yet.)
+check "... slow abandoned in its place, and f2's line, held for it, printed after it" sh -c '
+	sed -n "s/^{\"vm\":\"\([^\"]*\)\",\"state\":\"\([a-z-]*\)\".*/\1:\2/p" "$1" | tr "\n" " " |
+	grep -Eqx "f1:ok slow:abandoned f2:(ok|abandoned) "' - "$T/twice.out"
+check_has "... then the summary" '"order":["f1","slow","f2"]}}' "$T/twice.out"
+: >"$T/open"
+
 check_has "the JSON summary lists the VMs in input order, finishing order or not" \
 	'"order":["f1","slow","f2"]}}' "$T/finish-json.out"
 check_has "... and with --order input" '"order":["f1","slow","f2"]}}' "$T/input-json.out"
