@@ -9,19 +9,19 @@ _lume_metal_flags() {
 	case $1 in
 	build) echo "--target --profile --workload -o --output --json" ;;
 	verify) echo "--sha256-file --json" ;;
-	probe) echo "$conn $payload" ;;
-	deploy) echo "$conn $payload --image --force --dry-run --validate-workload $validation --canary --batch
+	probe) echo "$conn $payload --order" ;;
+	deploy) echo "$conn $payload --order --image --force --dry-run --validate-workload $validation --canary --batch
 		--max-fail --rollback-on-fail" ;;
 	golden) echo "$conn $payload $validation --evidence --image --pull --pull-registry --pull-organization
 		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
-	status) echo "$conn --image" ;;
-	rollback) echo "$conn $payload --to --image --no-probe" ;;
+	status) echo "$conn --image --order" ;;
+	rollback) echo "$conn $payload --to --image --no-probe --order" ;;
 	ledger) echo "--image --json --csv --state" ;;
 	inventory) echo "--hosts --list --host -u --user" ;;
 	host) echo "$conn" ;;
 	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
 		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;
-	validate) echo "$conn $payload $validation --evidence --image" ;;
+	validate) echo "$conn $payload $validation --evidence --image --order" ;;
 	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state" ;;
 	config) echo "--host --json --format -u --user -i --identity --password-file --known-hosts --state
 		--parallel --lume --registry --organization" ;;
@@ -51,6 +51,7 @@ _lume_metal() {
 	--target) mapfile -t COMPREPLY < <(compgen -W "macos linux-sim" -- "$cur"); return ;;
 	--to) mapfile -t COMPREPLY < <(compgen -W "previous none" -- "$cur"); return ;;
 	--format) mapfile -t COMPREPLY < <(compgen -W "json text" -- "$cur"); return ;;
+	--order) mapfile -t COMPREPLY < <(compgen -W "finish input" -- "$cur"); return ;;
 	-i | --identity | --password-file | --known-hosts | --hosts | --payload | --sha256-file | \
 		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile | \
 		--text | --llama-perplexity)

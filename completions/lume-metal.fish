@@ -41,6 +41,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l parallel
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report config" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report config" -l json -d 'JSON output'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy status rollback validate" -l order -x -a "finish input" -d 'the order of the lines'
 
 # Payload flags.
 complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy golden rollback validate" -l payload -r -F -d 'a built payload'

@@ -505,6 +505,13 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1007: c->state = arg; return 1;
 	case 1008: c->json = 1; return 1;
 	case 1015: return cli_format(arg, cmd, &c->json);
+	case 1016:
+		if (strcmp(arg, "input") == 0 || strcmp(arg, "finish") == 0) {
+			c->order_input = arg[0] == 'i';
+			return 1;
+		}
+		cli_error(EXIT_USAGE, "%s: --order %s: not finish or input", cmd, arg);
+		return -1;
 	case 1009: c->lume = arg; return 1;
 	case 1010: return cli_number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
 	case 1011: c->all = 1; return 1;

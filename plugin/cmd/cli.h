@@ -98,6 +98,7 @@ typedef struct {
 	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
 	int timeout_s, json, all, wait_s, port;
 	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
+	int order_input;   /* --order input: results in the order the VMs were given (cli_run_vms) */
 	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
 	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
 	const char *target, *profile, *workload, *payload_file;
@@ -124,6 +125,8 @@ typedef struct {
 	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}, \
 	{"format", required_argument, NULL, 1015}
 #define CLI_CONN_SHORT "u:i:"
+/* --order finish|input, for the commands that run many VMs (cli_run_vms). */
+#define CLI_ORDER_OPTION {"order", required_argument, NULL, 1016}
 #define CLI_FLEET_OPTIONS \
 	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \
 	{"max-fail", required_argument, NULL, 1032}, {"rollback-on-fail", no_argument, NULL, 1033}
@@ -187,8 +190,11 @@ int cli_host_check(const char *spec, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
  * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
- * line (or with --json one object) per VM in the order given. Then a summary by state and by
- * image version. Returns the exit code of session_exit_code (1 when the run stopped early); no
+ * line (or with --json one object) per VM as it finishes. With --order input (c->order_input)
+ * each VM's line waits until every VM before it in input order is printed: the names in the
+ * order given, then --host values, or `lume ls`'s order (--all), or the file's (--hosts: host
+ * by host, each in its `lume ls` order; names no host lists last). Then a summary by state
+ * and by image version; its JSON lists every VM's name in input order ("order"). Returns the exit code of session_exit_code (1 when the run stopped early); no
  * VM at all (--all, or --hosts FILE, listing none) is exit 0, said on stderr, and an empty summary. */
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
     session_opts *o, const char *cmd);

@@ -19,26 +19,43 @@
 #include "net/relay.h"
 
 /* The VMs to run, in order, and results for what could not be started (a host that could not
- * be reached, a stopped VM on a host). */
+ * be reached, a stopped VM on a host); each one's input position (--order input) in tpos and
+ * xpos, counted by npos. */
 typedef struct {
 	guest_target **targets;
-	size_t n;
+	size_t n, *tpos;
 	cJSON **extra;
-	size_t nextra;
+	size_t nextra, *xpos, npos;
 	relay *relay;
 } target_list;
+
+/* Appends the next input position to *v (n entries); 0, or -1 out of memory. */
+static int
+add_pos(size_t **v, size_t n, size_t pos)
+{
+	size_t *w = reallocarray(*v, n + 1, sizeof *w);
+
+	if (w == NULL)
+		return -1;
+	w[n] = pos;
+	*v = w;
+	return 0;
+}
 
 static int
 add_target(target_list *p, guest_target *t)
 {
 	guest_target **v = reallocarray(p->targets, p->n + 1, sizeof *v);
 
-	if (v == NULL) {
+	if (v == NULL || add_pos(&p->tpos, p->n, p->npos) != 0) {
+		if (v)
+			p->targets = v;
 		guest_target_free(t);
 		return -1;
 	}
 	v[p->n++] = t;
 	p->targets = v;
+	p->npos++;
 	return 0;
 }
 
@@ -50,6 +67,9 @@ add_extra(target_list *p, const char *vm, const char *host, const char *state, c
 	if (v == NULL)
 		return -1;
 	p->extra = v;
+	if (add_pos(&p->xpos, p->nextra, p->npos) != 0)
+		return -1;
+	p->npos++;
 	r = v[p->nextra++] = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "vm", vm);
 	if (host)
@@ -415,6 +435,9 @@ print_line(const cJSON *res)
 {
 	const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
 	const cJSON *shimmed = cJSON_GetObjectItemCaseSensitive(res, "shimmed");
+	const cJSON *val = cJSON_GetObjectItemCaseSensitive(res, "validation");
+	const cJSON *kld = cJSON_GetObjectItemCaseSensitive(val, "meanKld"), *top = cJSON_GetObjectItemCaseSensitive(val,
+	    "sameTopPercent"), *ratio = cJSON_GetObjectItemCaseSensitive(val, "pplRatio");
 
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "action"))) { /* --dry-run's plan */
 		char cur[16], nw[16];
@@ -425,6 +448,12 @@ print_line(const cJSON *res)
 		    short_sha(cur, sizeof cur, res, "current"), short_sha(nw, sizeof nw, res, "new"),
 		    strcmp(act, "install") == 0 ? "install" : act, strcmp(act, "unchanged") == 0 ? "" : ": ",
 		    strcmp(act, "unchanged") == 0 ? "" : str(res, "message", ""));
+		return;
+	}
+	if (strcmp(str(res, "state", ""), "validated") == 0 && cJSON_IsNumber(kld) && cJSON_IsNumber(top) &&
+	    cJSON_IsNumber(ratio)) { /* validate: its figures */
+		cli_printf("%-24s %-18s mean KLD %.6f, same top token %.3f%%, PPL(Q)/PPL(base) %.6f\n", str(res, "vm", "?"),
+		    "validated", kld->valuedouble, top->valuedouble, ratio->valuedouble);
 		return;
 	}
 	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
@@ -446,7 +475,7 @@ print_line(const cJSON *res)
  * abandons the running ones (their sessions close as this process exits). */
 typedef struct {
 	pthread_mutex_t mu; /* stdout, and everything below */
-	int tty, json;
+	int tty, json, input; /* input: --order input */
 	int64_t start;
 	cJSON *states;  /* count per state */
 	cJSON **res;    /* each VM's result so far (a copy): a rolled-back VM moves from "deployed" */
@@ -454,6 +483,11 @@ typedef struct {
 	size_t base, done, total; /* results settled before the engine's run; finished; all results */
 	guest_target **targets;
 	size_t ntargets;
+	/* --order input: at[k] is the result at input position k; results at positions below next
+	 * are printed; again[i], result i came again (a rollback) after it was printed. */
+	size_t *at, next;
+	unsigned char *again;
+	cJSON *order;   /* every VM's name in input order, for the summary */
 	int pipe[2];    /* the signal handler's self-pipe */
 	pthread_t watcher;
 	int watching;
@@ -501,6 +535,43 @@ started(void *ctx, size_t i)
 }
 
 static void
+show(const live *l, const cJSON *res)
+{
+	if (l->json)
+		cli_print_json(res);
+	else
+		print_line(res);
+}
+
+/* With --order input: every result whose turn has come (all before it printed). */
+static void
+show_ready(live *l)
+{
+	for (; l->next < l->total && l->res[l->at[l->next]] != NULL; l->next++)
+		show(l, l->res[l->at[l->next]]);
+}
+
+static int
+printed(const live *l, size_t i)
+{
+	for (size_t k = 0; k < l->next; k++)
+		if (l->at[k] == i)
+			return 1;
+	return 0;
+}
+
+/* With --order input: the results that came again after they were printed, in input order. */
+static void
+show_again(live *l)
+{
+	for (size_t k = 0; l->again && k < l->total; k++)
+		if (l->again[l->at[k]]) {
+			show(l, l->res[l->at[k]]);
+			l->again[l->at[k]] = 0;
+		}
+}
+
+static void
 progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 {
 	live *l = ctx;
@@ -509,23 +580,25 @@ progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 	pthread_mutex_lock(&l->mu);
 	if (l->res[i] != NULL)
 		count(l->states, str(l->res[i], "state", "?"), -1);
+	if (l->input && l->res[i] != NULL && printed(l, i))
+		l->again[i] = 1;
 	cJSON_Delete(l->res[i]);
 	l->res[i] = cJSON_Duplicate(res, 1);
 	count(l->states, str(res, "state", "?"), 1);
 	l->done = done;
 	if (l->tty)
 		printf("\r\033[K");
-	if (l->json)
-		cli_print_json(res);
-	else
-		print_line(res);
+	if (!l->input)
+		show(l, res);
+	else if (l->res[i] != NULL)
+		show_ready(l);
 	if (l->tty)
 		live_line(l);
 	fflush(stdout);
 	pthread_mutex_unlock(&l->mu);
 }
 
-static void print_summary(cJSON **res, size_t n, int json, double secs);
+static void print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order);
 
 /* A second interrupt: the running VMs are abandoned (said per VM), the summary is printed with
  * what is known, and the process exits 130; its sessions close with it. Under l->mu. */
@@ -533,6 +606,7 @@ static void
 abandon(live *l)
 {
 	cJSON **res = calloc(l->total, sizeof *res);
+	unsigned char *quiet = calloc(l->total, 1); /* the VMs never started: counted, not printed */
 	size_t n = 0;
 
 	if (l->tty)
@@ -544,20 +618,24 @@ abandon(live *l)
 		}
 		if (i >= l->ntargets)
 			continue;
-		res[n] = cJSON_CreateObject();
+		res[n] = l->res[i] = cJSON_CreateObject();
 		cJSON_AddStringToObject(res[n], "vm", l->targets[i]->name);
 		cJSON_AddStringToObject(res[n], "state", l->started[i] ? "abandoned" : "skipped");
 		cJSON_AddStringToObject(res[n], "message", l->started[i] ? "interrupted twice: its session was closed "
 		    "mid-run; nothing recorded" : "interrupted");
-		if (l->started[i]) {
-			if (l->json)
-				cli_print_json(res[n]);
-			else
-				print_line(res[n]);
-		}
+		if (l->started[i] && !l->input)
+			show(l, res[n]);
+		else if (!l->started[i] && quiet != NULL)
+			quiet[i] = 1;
 		n++;
 	}
-	print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000);
+	/* --order input: what was held back and the abandoned VMs, in input order. */
+	for (size_t k = l->input ? l->next : l->total; res != NULL && quiet != NULL && k < l->total; k++)
+		if (l->res[l->at[k]] != NULL && !quiet[l->at[k]])
+			show(l, l->res[l->at[k]]);
+	if (l->input)
+		show_again(l);
+	print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000, l->order);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(130);
@@ -705,9 +783,10 @@ print_waves(guest_target **t, size_t n, const fleet_opts *f, int json)
 	cJSON_Delete(waves);
 }
 
-/* The summary: counts by state, and by image version and state. */
+/* The summary: counts by state, and by image version and state; in JSON, the VMs' names in
+ * input order (order). */
 static void
-print_summary(cJSON **res, size_t n, int json, double secs)
+print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order)
 {
 	cJSON *states = cJSON_CreateObject(), *images = cJSON_CreateObject();
 	char img[600];
@@ -727,6 +806,7 @@ print_summary(cJSON **res, size_t n, int json, double secs)
 		cJSON_AddNumberToObject(states, "total", (double)n);
 		cJSON_AddItemToObject(states, "byImage", images);
 		cJSON_AddNumberToObject(states, "seconds", secs);
+		cJSON_AddItemToObject(states, "order", order ? cJSON_Duplicate(order, 1) : cJSON_CreateArray());
 		cJSON_AddItemToObject(o, "summary", states);
 		cli_print_json(o);
 		cJSON_Delete(o);
@@ -767,14 +847,23 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	all = p.n + p.nextra;
 	if (all == 0) { /* nothing to do is no failure: exit 0, saying so, and an empty summary */
 		rc = cli_error(EXIT_OK, "%s: no VMs: %s lists none", cmd, c->hosts_file ? c->hosts_file : "lume ls");
-		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000);
+		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000, NULL);
 		goto done;
 	}
 	if ((results = calloc(all, sizeof *results)) == NULL || (l.res = calloc(all, sizeof *l.res)) == NULL ||
-	    (l.started = calloc(all, 1)) == NULL || (l.states = cJSON_CreateObject()) == NULL) {
+	    (l.started = calloc(all, 1)) == NULL || (l.states = cJSON_CreateObject()) == NULL ||
+	    (l.at = calloc(all, sizeof *l.at)) == NULL || (l.again = calloc(all, 1)) == NULL ||
+	    (l.order = cJSON_CreateArray()) == NULL) {
 		rc = cli_error(EXIT_SOMEFAIL, "out of memory");
 		goto done;
 	}
+	/* Input positions: the targets' and the extras', in the order targets() met them. */
+	for (size_t i = 0; i < all; i++)
+		l.at[i < p.n ? p.tpos[i] : p.xpos[i - p.n]] = i;
+	for (size_t k = 0; k < all; k++)
+		cJSON_AddItemToArray(l.order, cJSON_CreateString(l.at[k] < p.n ? p.targets[l.at[k]]->name :
+		    str(p.extra[l.at[k] - p.n], "vm", "?")));
+	l.input = c->order_input;
 	l.total = all;
 	l.targets = p.targets;
 	l.ntargets = p.n;
@@ -798,15 +887,22 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	p.nextra = 0;
 	if (l.tty)
 		printf("\r\033[K");
+	if (l.input) /* a VM returned by --rollback-on-fail, again */
+		show_again(&l);
 	if (o->dry_run && p.n > 0)
 		print_waves(p.targets, p.n, &f, c->json);
-	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000);
+	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000, l.order);
 	/* a stopped run is exit 1; an interrupted one 130, as a shell reports SIGINT */
 	rc = fleet_interrupted() ? 130 : stopped ? EXIT_SOMEFAIL : session_exit_code(results, all);
 	for (size_t i = 0; i < all; i++)
 		cJSON_Delete(results[i]);
 done:
 	cJSON_Delete(l.states);
+	cJSON_Delete(l.order);
+	free(l.at);
+	free(l.again);
+	free(p.tpos);
+	free(p.xpos);
 	for (size_t i = 0; l.res && i < l.total; i++)
 		cJSON_Delete(l.res[i]);
 	free(l.res);

@@ -8,7 +8,7 @@ int
 cmd_deploy(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_FLEET_OPTIONS, {"image", required_argument, NULL, 'm'}, {"force", no_argument, NULL, 'F'},
+		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, CLI_PAYLOAD_OPTIONS, CLI_FLEET_OPTIONS, {"image", required_argument, NULL, 'm'}, {"force", no_argument, NULL, 'F'},
 		{"dry-run", no_argument, NULL, 'n'}, CLI_VALIDATE_OPTIONS, {"validate-workload", no_argument, NULL, 1044},
 		{NULL, 0, NULL, 0},
 	};

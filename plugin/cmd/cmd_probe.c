@@ -7,7 +7,7 @@
 int
 cmd_probe(int argc, char **argv)
 {
-	static const struct option opts[] = {CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {CLI_CONN_OPTIONS, CLI_ORDER_OPTION, CLI_PAYLOAD_OPTIONS, {NULL, 0, NULL, 0}};
 	session_opts o = {0};
 	cli_conn conn;
 	int c, rc;

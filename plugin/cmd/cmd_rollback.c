@@ -9,7 +9,7 @@ int
 cmd_rollback(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, {"to", required_argument, NULL, 'T'}, {"image", required_argument, NULL, 'm'},
+		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"to", required_argument, NULL, 'T'}, {"image", required_argument, NULL, 'm'},
 		CLI_PAYLOAD_OPTIONS, {"no-probe", no_argument, NULL, 'N'}, {NULL, 0, NULL, 0},
 	};
 	session_opts o = {.to = "previous"};

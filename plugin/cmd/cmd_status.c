@@ -8,7 +8,7 @@ int
 cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, {"image", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"image", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
 	};
 	session_opts o = {0};
 	cli_conn conn;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cli.h"
 
@@ -77,7 +78,7 @@ int
 cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
+		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
 		{"evidence", required_argument, NULL, 'E'}, {"image", required_argument, NULL, 'I'}, {NULL, 0, NULL, 0},
 	};
 	cli_validate cv = {.v = {.progress = show_progress}};
@@ -102,13 +103,31 @@ cmd_validate(int argc, char **argv)
 	}
 	if (rc != EXIT_OK)
 		goto done;
-	if (argc - optind + (int)conn.nhosts != 1 || conn.all || conn.hosts_file) {
-		rc = cli_error(EXIT_USAGE, "validate: takes exactly one VM (a Lume name or --host user@addr[:port]); "
-		    "validation is per image version, so one VM of each version is enough");
+	if (conn.hosts_file == NULL && (argc - optind + (int)conn.nhosts != 1 || conn.all)) {
+		rc = cli_error(EXIT_USAGE, "validate: takes exactly one VM (a Lume name or --host user@addr[:port]), or "
+		    "--hosts FILE: validation is per image version, so one VM of each version is enough");
 		goto done;
 	}
 	if (cv.v.model == NULL) {
 		rc = cli_error(EXIT_USAGE, "validate: --model PATH (the model's path in the guest) is required");
+		goto done;
+	}
+	if (conn.hosts_file) {
+		struct stat st;
+
+		/* Every VM of the hosts, each image version validated once (validate_once), evidence per VM. */
+		if ((rc = cli_conn_check(&conn, argc - optind, "validate")) != EXIT_OK ||
+		    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK ||
+		    (rc = cli_validate_setup(&cv, &conn, &o, 1, "validate")) != EXIT_OK)
+			goto done;
+		if (cv.v.evidence && lstat(cv.v.evidence, &st) == 0) {
+			rc = cli_error(EXIT_USAGE, "validate: --evidence %s: already exists", cv.v.evidence);
+			goto done;
+		}
+		cv.v.evidence_per_vm = 1;
+		if (!conn.timeout_given) /* validation runs llama-perplexity twice */
+			conn.timeout_s = 3600;
+		rc = cli_run_vms(&conn, argc - optind, argv + optind, validate_once, &o, "validate");
 		goto done;
 	}
 	if ((rc = cli_state_readable(&conn, "validate")) != EXIT_OK ||
@@ -122,7 +141,7 @@ cmd_validate(int argc, char **argv)
 		/* Two llama-perplexity runs of a large model, the stock one on the slow kernels. */
 		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
-		validate_one(&res, t, &o, err);
+		validate_once(&res, t, &o, err);
 		guest_target_free(t);
 	}
 	if (conn.json)

@@ -44,6 +44,14 @@
 	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
 	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
 
+#define ORDER_FLAGS \
+	"\nOutput order:\n" \
+	"  --order finish|input  finish (the default): each VM's line as it finishes; input: in the\n" \
+	"                        order the VMs were given (names, then --host; --all: lume ls's; --hosts:\n" \
+	"                        the file's, each host's VMs in its lume ls order), each line as soon as\n" \
+	"                        every VM before it is printed. Either way the JSON summary's \"order\"\n" \
+	"                        lists the VMs in input order.\n"
+
 #define PAYLOAD_FLAGS \
 	"\nPayload:\n" \
 	"  --payload FILE      a built payload (verified first); otherwise one is built for:\n" \
@@ -71,7 +79,7 @@ static const cli_command commands[] = {
 	    "probe VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS]\n\n"
 	    "Uploads the payload to the guest's staging directory, runs its probe stock and through\n"
 	    "run-with-shim with --expect in a scratch directory, prints both, and removes them all.\n"
-	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
+	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"deploy", cmd_deploy, "push, verify, install, validate, activate, record",
 	    "deploy VM... | --host user@addr[:port]... | --all [PAYLOAD FLAGS] [--image REF] [--force] [--dry-run]\n\n"
 	    "Reads the guest's facts (macOS version and build, hw.model, chip, image.json), consults\n"
@@ -96,7 +104,7 @@ static const cli_command commands[] = {
 	    "  --max-fail N|P%     failure budget: more failures than this and no further VM is started\n"
 	    "                      (running ones finish); checked before each VM, not only per wave\n"
 	    "  --rollback-on-fail  when the run stops, VMs it deployed go back to their previous release\n"
-	    CONN_FLAGS, NULL},
+	    ORDER_FLAGS CONN_FLAGS, NULL},
 	{"golden", cmd_golden, "clone, validate, stamp, push and record a golden image",
 	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
 	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
@@ -126,7 +134,7 @@ static const cli_command commands[] = {
 	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
 	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
-	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" CONN_FLAGS, NULL},
+	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" ORDER_FLAGS CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
@@ -134,7 +142,7 @@ static const cli_command commands[] = {
 	    "none: the service is booted out and everything lume-metal installed is removed; then the\n"
 	    "probe of a payload for --target (default macos) or --payload runs in a scratch directory to\n"
 	    "show the stock answers (--no-probe skips it). The rollback is recorded in the ledger.\n"
-	    CONN_FLAGS, NULL},
+	    ORDER_FLAGS CONN_FLAGS, NULL},
 	{"ledger", cmd_ledger, "show, export or merge the results per image version",
 	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n"
 	    "       ledger merge [--state DIR] [--json] SRC...\n\n"
@@ -182,7 +190,7 @@ static const cli_command commands[] = {
 	    "raw JSON and stderr of every arm, results.csv, metadata.md, SHA256SUMS. --timeout defaults\n"
 	    "to 3600 here.\n" CONN_FLAGS, NULL},
 	{"validate", cmd_validate, "llama-perplexity stock vs shim in a guest: the kernels compute the same",
-	    "validate VM | --host user@addr[:port] --model PATH [--text FILE] [--chunks N]\n"
+	    "validate VM | --host user@addr[:port] | --hosts FILE [VM...] --model PATH [--text FILE] [--chunks N]\n"
 	    "      [--llama-perplexity PATH] [--evidence DIR] [--image REF] [PAYLOAD FLAGS]\n\n"
 	    "Proves that the kernels the shim unlocks compute what the stock ones do, with llama.cpp's own\n"
 	    "tool. Uploads the payload and the text to a scratch directory in the guest and runs there,\n"
@@ -198,6 +206,14 @@ static const cli_command commands[] = {
 	    "\"requireValidation\" deploys only to a version whose last validate record passed. Exit 0\n"
 	    "validated, 1 validation failed or could not run, 2 bad input (no model or llama-perplexity in\n"
 	    "the guest). Progress per arm goes to stderr.\n\n"
+	    "With --hosts FILE: every VM the hosts list (VM names filter them), as deploy reaches them.\n"
+	    "One VM of each image version runs the two arms and records the verdict once; a version is\n"
+	    "the image digest and the Mac's chip, model and build, so Macs that differ validate apart.\n"
+	    "The other VMs of that version wait for it and report its verdict: validated or\n"
+	    "validation-failed, the message and \"validatedBy\" naming the VM that ran it (or skipped when\n"
+	    "that run recorded none: failed, timeout). One line per VM, then a summary, as deploy's; exit 0\n"
+	    "when every VM is validated, 1 otherwise. --evidence DIR then holds one directory per VM that\n"
+	    "ran (HOST_VM).\n\n"
 	    "  --model PATH            the model's path in the guest (required)\n"
 	    "  --text FILE             a text on this host (default: the workload's, under manifests/)\n"
 	    "  --chunks N              chunks of 512 tokens (default: the workload's, 8); fewer than 100\n"
@@ -210,7 +226,7 @@ static const cli_command commands[] = {
 	    "  --image REF             the image reference for the ledger (default: the guest's image.json)\n"
 	    "  --timeout SECONDS       defaults to 3600 here: a large model's stock arm runs on the slow\n"
 	    "                          kernels, about ten times the shim arm's time\n"
-	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
+	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
 	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
 	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"
@@ -282,7 +298,8 @@ static const struct {
 	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
 	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
 	{"status", "  lume-metal status tahoe-1\n"
-	    "  lume-metal status --hosts macs.txt --format json\n"},
+	    "  lume-metal status --hosts macs.txt --format json\n"
+	    "  lume-metal status --all --order input > before.txt\n"},
 	{"rollback", "  lume-metal rollback tahoe-1\n"
 	    "  lume-metal rollback --all --to none --no-probe\n"},
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
@@ -295,7 +312,8 @@ static const struct {
 	    "  lume-metal host status --hosts macs.txt --json\n"},
 	{"bench", "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n"},
 	{"validate", "  lume-metal validate tahoe-1 --model ~/models/tinyllama.gguf\n"
-	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"},
+	    "  lume-metal validate tahoe-1 --model ~/m.gguf --chunks 16 --evidence ev/ --json\n"
+	    "  lume-metal validate --hosts macs.txt --model ~/m.gguf --order input\n"},
 	{"golden", "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --model ~/m.gguf --dry-run\n"
 	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n"},
 	{"config", "  lume-metal config\n"

@@ -63,7 +63,7 @@ int
 fleet_failed(const cJSON *r)
 {
 	static const char *const good[] = {"deployed", "unchanged", "ok", "probed", "rolled-back", "benchmarked",
-		"skipped", NULL};
+		"skipped", "validated", NULL};
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "state");
 
 	for (size_t i = 0; cJSON_IsString(s) && good[i]; i++)

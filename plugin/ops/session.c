@@ -275,7 +275,7 @@ session_exit_code(cJSON *const *results, size_t n)
 			refused = 1;
 		else if (strcmp(s, "unchanged") != 0 && strcmp(s, "deployed") != 0 && strcmp(s, "rolled-back") != 0 &&
 		    strcmp(s, "skipped") != 0 && strcmp(s, "ok") != 0 && strcmp(s, "probed") != 0 &&
-		    strcmp(s, "benchmarked") != 0)
+		    strcmp(s, "benchmarked") != 0 && strcmp(s, "validated") != 0)
 			failed = 1;
 	}
 	return failed ? 1 : refused ? 3 : 0;

@@ -1,11 +1,13 @@
 /* validate: see validate.h. */
 #include "ops/validate.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/bench.h"
 #include "core/evidence.h"
@@ -337,6 +339,21 @@ progress(const validate_opts *v, const guest_target *t, const char *armname, con
 		v->progress(v->progress_ctx, t->name, armname, phase, (double)(lm_now_ms() - t0) / 1000.0);
 }
 
+/* VM name's evidence directory under dir: the name with every byte but letters, digits, '.', '_'
+ * and '-' as '_' ("mac-1/tahoe-a" is mac-1_tahoe-a). */
+static int
+evidence_dir(char *out, size_t len, const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	if (lm_fmt(out, len, "%s/%s", dir, name) < 0)
+		return LM_EFAIL;
+	for (char *p = out + n + 1; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
+			*p = '_';
+	return LM_OK;
+}
+
 static int
 fail_state(cJSON *r, const char *msg)
 {
@@ -354,7 +371,7 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	bench_metal ms = {0}, mh = {0};
 	validate_stats st;
 	char text_sha[65], gtext_sha[65], model_sha[65], msg[LM_ERRLEN], build[201], last[201], *dir = NULL, *lp = NULL;
-	char ctx[16], chunks[16], text[4200], base[4200], rws[4200];
+	char ctx[16], chunks[16], text[4200], base[4200], rws[4200], evdir[4200];
 	int64_t t0 = lm_now_ms();
 	int rc = LM_EFAIL, pass, shim_ok;
 	uint64_t sent;
@@ -514,21 +531,34 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	ledger_add_str(rec, "text", v->text_label ? v->text_label : v->text);
 	ledger_add_str(rec, "build", build);
 	ledger_add_str(rec, "command", cmdline.data ? cmdline.data : "");
+	if (v->evidence && v->evidence_per_vm) {
+		if (evidence_dir(evdir, sizeof evdir, v->evidence, t->name) != LM_OK)
+			snprintf(msg, sizeof msg, "--evidence %.400s: path too long", v->evidence);
+		else if (mkdir(v->evidence, 0755) != 0 && errno != EEXIST)
+			snprintf(msg, sizeof msg, "--evidence %.400s: cannot make it: %s", v->evidence, strerror(errno));
+		else
+			msg[0] = '\0';
+		if (msg[0]) {
+			session_set_state(r, "failed", msg);
+			goto done;
+		}
+	}
 	if (v->evidence) {
+		const char *ev = v->evidence_per_vm ? evdir : v->evidence;
 		char *rj = cJSON_Print(rec);
 		evidence_file files[5] = {tail_file("stock.stdout", &stock.out), tail_file("stock.stderr", &stock.err),
 			tail_file("shim.stdout", &shim.out), tail_file("shim.stderr", &shim.err),
 			{"record.json", rj ? rj : "", rj ? strlen(rj) : 0}};
 
-		rc = evidence_write(v->evidence, files, 5, msg);
+		rc = evidence_write(ev, files, 5, msg);
 		free(rj);
 		if (rc != LM_OK) {
 			session_set_state(r, "failed", msg);
 			rc = LM_EFAIL;
 			goto done;
 		}
-		ledger_add_str(rec, "evidence", v->evidence);
-		cJSON_AddStringToObject(r, "evidence", v->evidence);
+		ledger_add_str(rec, "evidence", ev);
+		cJSON_AddStringToObject(r, "evidence", ev);
 	}
 	cJSON_AddItemToObject(r, "reasons", cJSON_Duplicate(reasons, 1));
 	cJSON_AddItemToObject(r, "hashes", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "hashes"), 1));
@@ -562,21 +592,38 @@ done:
 	return rc;
 }
 
-int
-validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+/* Connects to t and runs validate_session, or with once validate_version. */
+static int
+one(cJSON **out, guest_target *t, const session_opts *o, int once)
 {
 	cJSON *r = session_result_new(t, "failed");
 	session_vm s;
 
-	(void)err;
 	*out = r;
 	if (o->info)
 		cJSON_AddStringToObject(r, "sha256", o->info->sha256);
 	if (session_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	validate_session(r, &s, t, o);
+	if (once)
+		validate_version(r, &s, t, o);
+	else
+		validate_session(r, &s, t, o);
 	session_close(&s, r);
 	return LM_OK;
+}
+
+int
+validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	(void)err;
+	return one(out, t, o, 0);
+}
+
+int
+validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	(void)err;
+	return one(out, t, o, 1);
 }
 
 int
@@ -602,78 +649,107 @@ validate_check(const char *state, const cJSON *key, char *why)
 	return rc;
 }
 
-/* The image versions being validated by this process's gates (their keys, printed), so VMs of
- * one version wait for the first one's verdict instead of each running llama-perplexity, and
- * those validated by this process already (gate_done: their verdict is in the ledger). */
+/* The image versions this process's gates have met (their keys, printed): while one VM of a
+ * version validates it (busy), the others of that version wait, then read its verdict instead of
+ * each running llama-perplexity. vm is the VM that last claimed it; recorded, that a verdict of
+ * this process is in the ledger. Entries are only added, and live for the process. */
+typedef struct {
+	char *key, *vm;
+	int busy, recorded;
+} gate_entry;
+
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static char **gate_keys, **gate_done;
-static size_t gate_n, gate_ndone;
+static gate_entry *gates;
+static size_t ngates;
 
-static size_t
-gate_find(char **keys, size_t n, const char *k)
+/* What gate_enter found: this VM validates (GATE_MINE), another VM of this process recorded a
+ * verdict for the version (GATE_RECORDED), or another one tried and recorded none (GATE_TRIED):
+ * while this one waited, or with once at any time before. */
+enum { GATE_MINE, GATE_RECORDED, GATE_TRIED };
+
+/* Waits until no other VM validates k; then GATE_RECORDED or GATE_TRIED with by (len bytes)
+ * naming that VM, or claims k for vm as entry *at (gate_leave releases it): GATE_MINE. -1 out of
+ * memory. */
+static int
+gate_enter(size_t *at, const char *k, const char *vm, int once, char *by, size_t len)
 {
 	size_t i;
-
-	for (i = 0; i < n && strcmp(keys[i], k) != 0; i++)
-		;
-	return i;
-}
-
-/* Waits until no other thread validates k, then claims it; 1 when another thread of this
- * process validated it (now or before), 0 when not, -1 out of memory. */
-static int
-gate_enter(char *k)
-{
-	char **v;
-	int waited = 0;
+	int waited = 0, rc = GATE_MINE;
+	char *name;
 
 	pthread_mutex_lock(&gate_mu);
-	while (gate_find(gate_keys, gate_n, k) < gate_n) {
+	for (i = 0; i < ngates && strcmp(gates[i].key, k) != 0; i++)
+		;
+	while (i < ngates && gates[i].busy) {
 		waited = 1;
 		pthread_cond_wait(&gate_cv, &gate_mu);
 	}
-	if (gate_find(gate_done, gate_ndone, k) < gate_ndone)
-		waited = 1;
-	if ((v = realloc(gate_keys, (gate_n + 1) * sizeof *v)) == NULL) {
-		pthread_mutex_unlock(&gate_mu);
-		return -1;
+	if (i < ngates && (gates[i].recorded || waited || once)) {
+		snprintf(by, len, "%s", gates[i].vm ? gates[i].vm : "another VM");
+		rc = gates[i].recorded ? GATE_RECORDED : GATE_TRIED;
+	} else if ((name = strdup(vm)) == NULL)
+		rc = -1;
+	else {
+		if (i == ngates) {
+			gate_entry *v = realloc(gates, (ngates + 1) * sizeof *v);
+			char *kc = strdup(k);
+
+			if (v == NULL || kc == NULL) {
+				if (v)
+					gates = v;
+				free(kc);
+				free(name);
+				pthread_mutex_unlock(&gate_mu);
+				return -1;
+			}
+			gates = v;
+			gates[ngates++] = (gate_entry){kc, NULL, 0, 0};
+		}
+		free(gates[i].vm);
+		gates[i].vm = name;
+		gates[i].busy = 1;
+		*at = i;
 	}
-	gate_keys = v;
-	gate_keys[gate_n++] = k;
 	pthread_mutex_unlock(&gate_mu);
-	return waited;
+	return rc;
 }
 
-/* Releases k, which validated (when validated) and is then kept in gate_done (owned). */
+/* Releases entry at, which recorded a verdict in the ledger when r ended validated or
+ * validation-failed. */
 static void
-gate_leave(char *k, int validated)
+gate_leave(size_t at, const cJSON *r)
 {
-	char **v;
-	size_t i;
+	const char *st = cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring;
 
 	pthread_mutex_lock(&gate_mu);
-	if ((i = gate_find(gate_keys, gate_n, k)) < gate_n)
-		gate_keys[i] = gate_keys[--gate_n];
-	if (gate_n == 0) {
-		free(gate_keys);
-		gate_keys = NULL;
-	}
-	if (validated && (v = realloc(gate_done, (gate_ndone + 1) * sizeof *v)) != NULL) {
-		gate_done = v;
-		gate_done[gate_ndone++] = k;
-	} else
-		free(k);
+	gates[at].busy = 0;
+	if (strcmp(st, "validated") == 0 || strcmp(st, "validation-failed") == 0)
+		gates[at].recorded = 1;
 	pthread_cond_broadcast(&gate_cv);
 	pthread_mutex_unlock(&gate_mu);
+}
+
+/* gate_enter for s's key; on -1 r is "failed". */
+static int
+gate_key(size_t *at, cJSON *r, const session_vm *s, const guest_target *t, int once, char *by, size_t len)
+{
+	char *k = cJSON_PrintUnformatted(s->key);
+	int g = k ? gate_enter(at, k, t->name, once, by, len) : -1;
+
+	free(k);
+	if (g < 0)
+		session_set_state(r, "failed", "out of memory");
+	return g;
 }
 
 int
 validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
 {
 	const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
-	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], *k;
-	int rc = validate_check(o->state, s->key, msg), waited, ran = 0;
+	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], by[512];
+	int rc = validate_check(o->state, s->key, msg), g;
+	size_t at;
 
 	if (rc == LM_OK)
 		return LM_OK;
@@ -690,21 +766,59 @@ validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
 			return LM_OK; /* a dry run: the plan goes on, validation would run first */
 		return LM_EFAIL;
 	}
-	if ((k = cJSON_PrintUnformatted(s->key)) == NULL || (waited = gate_enter(k)) < 0) {
-		free(k);
-		session_set_state(r, "failed", "out of memory");
+	if ((g = gate_key(&at, r, s, t, 0, by, sizeof by)) < 0)
 		return LM_EFAIL;
-	}
-	/* Another VM of this version validated it while this one waited: its verdict stands. */
-	if (waited && (rc = validate_check(o->state, s->key, msg)) != LM_OK) {
+	if (g == GATE_MINE) {
+		rc = validate_session(r, s, t, o);
+		gate_leave(at, r);
+	} else if ((rc = validate_check(o->state, s->key, msg)) != LM_OK) {
+		/* Another VM of this version validated it, or tried, while this one waited: its verdict stands. */
 		snprintf(why, sizeof why, "%s (in this run)", msg);
 		session_set_state(r, rc == LM_EFAIL ? "failed" : "refused", why);
-	} else if (!waited) {
-		rc = validate_session(r, s, t, o);
-		ran = strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ||
-		    strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validation-failed") == 0;
 	}
-	gate_leave(k, ran);
 	return rc;
 }
 
+int
+validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
+{
+	char msg[LM_ERRLEN + 700], by[512];
+	cJSON *last = NULL;
+	const cJSON *v, *why;
+	size_t at;
+	int g, rc;
+
+	if ((g = gate_key(&at, r, s, t, 1, by, sizeof by)) < 0)
+		return LM_EFAIL;
+	if (g == GATE_MINE) {
+		rc = validate_session(r, s, t, o);
+		gate_leave(at, r);
+		return rc;
+	}
+	if (g == GATE_TRIED) {
+		snprintf(msg, sizeof msg, "not validated: %.400s, of the same image version, ran first in this run and "
+		    "recorded no verdict; run validate again", by);
+		session_set_state(r, "skipped", msg);
+		return LM_EFAIL;
+	}
+	if (ledger_load_last(&last, NULL, o->state, s->key, "validate", msg) != LM_OK) {
+		session_set_state(r, "failed", msg);
+		return LM_EFAIL;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(last, "verdict");
+	why = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(last, "reasons"), 0);
+	rc = cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0 ? LM_OK : LM_EFAIL;
+	if (last == NULL)
+		snprintf(msg, sizeof msg, "its image version has no validate record, though %.400s recorded one in this run",
+		    by);
+	else if (rc == LM_OK)
+		snprintf(msg, sizeof msg, "its image version was validated on %.400s in this run", by);
+	else
+		snprintf(msg, sizeof msg, "its image version failed validation on %.400s in this run: %.200s", by,
+		    cJSON_IsString(why) ? why->valuestring : "validation failed");
+	session_set_state(r, rc == LM_OK ? "validated" : last ? "validation-failed" : "failed", msg);
+	if (last)
+		cJSON_AddStringToObject(r, "validatedBy", by);
+	cJSON_Delete(last);
+	return rc;
+}

@@ -87,6 +87,9 @@ typedef struct validate_opts {
 	                                * before the guest's PATH) */
 	const char *text, *text_label; /* this host's text file, uploaded; the name recorded */
 	const char *evidence;          /* evidence directory (must not exist), or NULL */
+	int evidence_per_vm;           /* evidence is a parent (made when missing): each VM writes
+	                                * its own under it, named after the VM ('/' and any byte but
+	                                * letters, digits, '.', '_', '-' as '_') */
 	validate_thresholds th;
 	validate_progress_fn progress;
 	void *progress_ctx;
@@ -104,6 +107,16 @@ int validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opt
 /* validate on one VM: connects (session_open) and runs validate_session. LM_OK with *out
  * (caller frees) as deploy_one's. */
 int validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err);
+
+/* Validates an open session's image version once per process: VMs of one version (one key: the
+ * host chip and build are in it) wait for each other here, as in validate_gate, so the first
+ * runs validate_session and the rest report its verdict, read from the ledger: "validated" or
+ * "validation-failed" with a message naming that VM and "validatedBy" (its name); or "skipped"
+ * when its run recorded none (failed, timeout). LM_OK when the version passed. */
+int validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o);
+
+/* validate_one with validate_version: the fleet's per-VM function of `validate`. */
+int validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err);
 
 /* The gate: LM_OK when key's last validate record passed; otherwise LM_EREFUSED with why (a
  * message that names the record or its absence), or LM_EFAIL when the ledger cannot be read. */

@@ -61,6 +61,15 @@ check_grep "... the reachable guests answer" '"vm":"mac1/tahoe-a","state":"ok"' 
 check_grep "... the stopped VM is unreachable, saying so" '"vm":"mac2/tahoe-b","host":"mac2","state":"unreachable","message":"VM tahoe-b on host mac2 is stopped"' "$T/.out"
 check_grep "... the down host is unreachable, named" '"vm":"mac3","host":"mac3","state":"unreachable","message":"host mac3: ' "$T/.out"
 check_grep "... and counted" '"summary":\{"ok":3,"unreachable":2,"total":5,' "$T/.out"
+names() { sed -n 's/^{"vm":"\([^"]*\)".*/\1/p' "$1" | tr '\n' ' '; }
+check "... in finishing order: the stopped VM and the down host, known before any VM ran, first" \
+	test "$(names "$T/.out" | cut -d' ' -f1-2)" = "mac2/tahoe-b mac3"
+check_rc "status --hosts --order input (exit 1)" 1 \
+	lm status --hosts "$T/hosts.json" --known-hosts "$T/known_hosts2" --json --order input
+cp "$T/.out" "$T/order.out"
+check "... the file's order: each host's VMs in its lume ls order, the down host in its place" \
+	test "$(names "$T/order.out")" = "mac1/tahoe-a mac1/tahoe-b mac2/tahoe-a mac2/tahoe-b mac3 "
+check_has "... the summary lists them so" '"order":["mac1/tahoe-a","mac1/tahoe-b","mac2/tahoe-a","mac2/tahoe-b","mac3"]}}' "$T/order.out"
 HOME="$T/g/mac1/home" "$TOP/tests/guest-sim/bin/defaults" write com.apple.gpusw.ParavirtualizedGraphics \
 	ForceUnrestrictedDeviceFeatureLevel -bool true
 check_rc "host status --hosts: each Mac's preference and VM slots (exit 1: mac3 is down)" 1 \

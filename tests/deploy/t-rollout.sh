@@ -40,6 +40,11 @@ check_grep "... f2 is the failure" '"vm":"f2","state":"(refused|validation-faile
 check_grep "... f4 was never started" '"vm":"f4","state":"skipped","message":"the failure budget was exceeded; not started"' "$T/.out"
 check_grep "... f1 and f3 were rolled back" '"vm":"f1","state":"rolled-back".*"deploy":\{"vm":"f1","state":"deployed"' "$T/.out"
 check "... to the release they had before" test "$(cur f1) $(cur f3) $(cur f4)" = "releases/$A releases/$A releases/$A"
+check_rc "the same with --order input (exit 1)" 1 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" \
+	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --json --order input
+check "... each VM's line in the order given, then the rolled-back ones again, in that order" \
+	test "$(sed -n 's/^{"vm":"\([^"]*\)","state":"\([a-z-]*\)".*/\1:\2/p' "$T/.out" | tr '\n' ' ')" = \
+	"f1:deployed f3:deployed f2:refused f4:skipped f1:rolled-back f3:rolled-back "
 check_rc "--batch takes N or P%" 2 lm deploy f1 --payload "$T/a.tar.gz" --batch 0%
 check_rc "--max-fail 25% lets one failure of four through (exit 3: the one was refused by its record)" 3 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" --max-fail 25% --json
 check_grep "... so every other VM is deployed" '"summary":\{"deployed":3,.*"total":4,' "$T/.out"
