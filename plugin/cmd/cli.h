@@ -212,5 +212,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_key(int argc, char **argv);
 
 #endif

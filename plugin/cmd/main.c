@@ -146,6 +146,18 @@ static const cli_command commands[] = {
 	    "nothing. Every SRC is checked first; one that is not a ledger document is exit 2, naming it,\n"
 	    "and nothing is written. Prints the records merged, the documents written and the records\n"
 	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n", NULL},
+	{"key", cmd_key, "make the Ed25519 key pair that signs verdicts",
+	    "key generate [PATH] [--json]\n\n"
+	    "Writes a new Ed25519 key pair for signing the verdicts `golden` and `ledger push` attach to\n"
+	    "an image in its registry: PATH, the private key (PEM PKCS#8, mode 0600), and PATH.pub, the\n"
+	    "public key (PEM SubjectPublicKeyInfo); `openssl pkey` reads both. Neither file may exist: a\n"
+	    "key is never overwritten, and a symlink in its place is refused. Default PATH:\n"
+	    "$XDG_CONFIG_HOME/lume-metal/verdict-key (~/.config/lume-metal/verdict-key). Prints the key's\n"
+	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by.\n"
+	    "Name the private key as signing-key= in the config file of the controller that signs (a CI\n"
+	    "runner), and the public one as trusted-key= on every controller that deploys on its verdicts\n"
+	    "(docs/verdicts.md).\n\n"
+	    "  --json   one object: {\"private\", \"public\", \"keyid\"}\n", NULL},
 	{"inventory", cmd_inventory, "the --hosts file as an Ansible dynamic inventory",
 	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
 	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"
@@ -288,6 +300,8 @@ static const struct {
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
 	    "  lume-metal ledger export > results.csv\n"
 	    "  lume-metal ledger merge fetched/mac-1 fetched/mac-2\n"},
+	{"key", "  lume-metal key generate\n"
+	    "  lume-metal key generate ~/ci/verdict-key --json\n"},
 	{"inventory", "  lume-metal inventory --hosts macs.txt --list\n"
 	    "  ansible -i scripts/ansible/inventory mac_hosts -m ping\n"},
 	{"host", "  lume-metal host status\n"
