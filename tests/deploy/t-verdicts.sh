@@ -184,6 +184,37 @@ check "... listed once in the index" test "$(grep -o "$ART" "$T/index2.json" | w
 check_rc "ledger push without a signing key: exit 2" 2 ctl B ledger push "$R/org/shim:1"
 check_has "... saying how to make one" "lume-metal key generate" "$T/.out"
 
+# The referrers API, against a STUB registry (tests/deploy/oci-stub.py: distribution 2.8 has
+# none): the push is indexed by the registry itself (OCI-Subject), the pull asks /referrers/.
+S=127.0.0.159:$PORT
+. "$TOP/tests/pidfile.sh"
+t_defer "pidfile_stop '$T/stub.pid'"
+python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 2>"$T/stub.err" &
+i=0
+while ! curl -s -o /dev/null "http://$S/v2/" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+curl -s -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$R/v2/org/shim/manifests/1" >"$T/image.json"
+for repo in shim tamper huge loop deepidx; do
+	curl -s -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$T/image.json" \
+		"http://$S/v2/org/$repo/manifests/1" >/dev/null
+done
+check_rc "stub: ledger push through the referrers API exits 0" 0 ctl A ledger push "$S/org/shim:1" --json
+check_grep "... the registry indexed it (OCI-Subject)" '"referrersApi":true' "$T/.out"
+check "... no fallback tag written" sh -c "! grep -q 'manifests/sha256-' '$T/stub.log'"
+check_rc "stub: ledger pull reads the referrers API" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/shim:1" --state "$T/state-S"
+check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
+check_grep "... said to be the referrers API" 'verdict artifact\(s\) \(referrers API\)' "$T/.out"
+check_grep "... asked with the artifactType filter" "GET /v2/org/shim/referrers/$D\\?artifactType=application%2Fvnd.lume-metal.verdict.v1%2Bjson" "$T/stub.log"
+# Hostile answers: each refused with its reason, nothing recorded.
+for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times"; do
+	repo=${h%%:*} why=${h#*:}
+	ctl A ledger push "$S/org/$repo:1" >/dev/null 2>&1
+	check_rc "stub: a pull from org/$repo is refused (exit 3)" 3 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/$repo:1" --state "$T/state-H"
+	check_has "... saying: $why" "$why" "$T/.out"
+done
+check_rc "stub: referrers nested 5000 levels: exit 1" 1 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/deepidx:1" --state "$T/state-H"
+check_has "... not an image index, refused" "are not an image index: refused" "$T/.out"
+check "... nothing of them recorded" test ! -e "$T/state-H/ledger"
+
 [ -n "${VERDICTS_KEEP:-}" ] && cp "$T/done-when-1.json" "$T/done-when-2.json" "$T/artifact-manifest.json" \
 	"$T/index.json" "$VERDICTS_KEEP/" 2>/dev/null
 exit $((t_failed > 0))
