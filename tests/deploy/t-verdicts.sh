@@ -215,6 +215,6 @@ check_rc "stub: referrers nested 5000 levels: exit 1" 1 env XDG_CONFIG_HOME="$T/
 check_has "... not an image index, refused" "are not an image index: refused" "$T/.out"
 check "... nothing of them recorded" test ! -e "$T/state-H/ledger"
 
-[ -n "${VERDICTS_KEEP:-}" ] && cp "$T/done-when-1.json" "$T/done-when-2.json" "$T/artifact-manifest.json" \
-	"$T/index.json" "$VERDICTS_KEEP/" 2>/dev/null
-exit $((t_failed > 0))
+if [ -n "${VERDICTS_KEEP:-}" ]; then cp "$T/done-when-1.json" "$T/done-when-2.json" "$T/artifact-manifest.json" \
+	"$T/index.json" "$VERDICTS_KEEP/"; fi
+t_done
