@@ -165,6 +165,24 @@ check_grep "... saying the registry could not be read and the local ledger was u
 	"registry verdicts not read \\(registry $DOWN is unreachable[^)]*\\); the gate used the local ledger only" "$T/dD"
 check_grep "... refused with the command to run" '"message":"this workload requires validation and this image version has no validate record; validate it first: lume-metal validate vc' "$T/dD"
 
+# One lookup per image version per run, not per VM: two VMs of shim:1, a fresh controller.
+mkdir -p "$T/cfg-B2" && cp -R "$T/cfg-B/lume-metal" "$T/cfg-B2/" && mkdir -p "$T/state-B2"
+n0=$(grep -c '"[A-Z]* /v2/' "$T/reg/registry.log")
+ctl B2 deploy vb vc --payload "$T/a.tar.gz" --json >"$T/dB2" 2>&1
+check "two VMs of one version in one run: exit 0" test $? -eq 0
+check "... one looked the verdict up, the other waited for it" test "$(grep -c '"state":"imported"' "$T/dB2")" -eq 2 -a \
+	"$(grep -c '"shared":true' "$T/dB2")" -eq 1
+check "... 5 registry requests in its access log, not 10" test "$(($(grep -c '"[A-Z]* /v2/' "$T/reg/registry.log") - n0))" -eq 5
+check_rc "status --verdicts registry on a fresh controller" 0 env XDG_CONFIG_HOME="$T/cfg-C" "$LM" status vb --lume "$L" \
+	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state-S2" \
+	--verdicts registry --json
+check_grep "... with another key trusted: the verdict unrecorded, the untrusted signer named" \
+	"\"state\":\"untrusted\",\"signer\":\"$KA\"" "$T/.out"
+check_grep "... verdict unrecorded" '"verdict":"unrecorded"' "$T/.out"
+check_rc "status --verdicts registry trusting A's key" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" status vb --lume "$L" \
+	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state-S2" --json
+check_grep "... the registry's verdict: pass" '"verdict":"pass"' "$T/.out"
+
 # ledger pull: explicitly, into a third state; twice adds nothing.
 check_rc "ledger pull of shim:1 exits 0" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-P"
 check_grep "... the artifact trusted, its signer named" "trusted +signer $KA" "$T/.out"
