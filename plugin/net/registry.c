@@ -738,6 +738,21 @@ digest_ok(const char *d)
 	return d != NULL && strlen(d) == REGISTRY_DIGEST_LEN && strncmp(d, "sha256:", 7) == 0 && lm_is_sha256(d + 7);
 }
 
+/* Hands bd's bytes to the caller: *out NUL-terminated (caller frees), *len without the NUL. */
+static int
+take_body(body *bd, char **out, size_t *len, char *err)
+{
+	size_t n = bd->b.len;
+
+	if (lm_buf_add(&bd->b, "", 1) != 0)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	*out = bd->b.data;
+	*len = n;
+	bd->b.data = NULL;
+	bd->b.len = 0;
+	return LM_OK;
+}
+
 int
 registry_manifest_get(registry_client *c, const char *ref, size_t max, char **out, size_t *len,
     char digest[REGISTRY_DIGEST_LEN + 1], char *err)
@@ -768,13 +783,7 @@ registry_manifest_get(registry_client *c, const char *ref, size_t max, char **ou
 		rc = lm_err(err, LM_EFAIL, "registry %s answered a manifest whose digest is not %s: refused", c->registry, ref);
 		goto done;
 	}
-	if (lm_buf_add(&bd.b, "", 1) != 0) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	*out = bd.b.data;
-	*len = bd.b.len - 1;
-	bd.b.data = NULL;
+	rc = take_body(&bd, out, len, err);
 done:
 	lm_buf_free(&bd.b);
 	return rc;
@@ -880,13 +889,7 @@ registry_blob_get(registry_client *c, const char *digest, size_t max, char **out
 		rc = lm_err(err, LM_EFAIL, "registry %s answered a blob whose SHA-256 is not %s: refused", c->registry, digest);
 		goto done;
 	}
-	*len = bd.b.len;
-	if (lm_buf_add(&bd.b, "", 1) != 0) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	*out = bd.b.data;
-	bd.b.data = NULL;
+	rc = take_body(&bd, out, len, err);
 done:
 	lm_buf_free(&bd.b);
 	return rc;
@@ -918,13 +921,9 @@ registry_referrers(registry_client *c, const char *digest, const char *artifact_
 	/* The API answers an image index; anything else (404, or a registry's HTML) means it has none. */
 	if (status == 200 && strncmp(h.ctype, "application/vnd.oci.image.index.v1+json", 39) == 0) {
 		*api = 1;
-		if (lm_buf_add(&bd.b, "", 1) != 0) {
-			lm_buf_free(&bd.b);
-			return lm_err(err, LM_EFAIL, "out of memory");
-		}
-		*out = bd.b.data;
-		*len = bd.b.len - 1;
-		return LM_OK;
+		rc = take_body(&bd, out, len, err);
+		lm_buf_free(&bd.b);
+		return rc;
 	}
 	lm_buf_free(&bd.b);
 	if (status != 404 && status != 200 && status != 400 && status != 405)
