@@ -11,12 +11,13 @@ _lume_metal_flags() {
 	verify) echo "--sha256-file --json" ;;
 	probe) echo "$conn $payload --order" ;;
 	deploy) echo "$conn $payload --order --image --force --dry-run --validate-workload $validation --canary --batch
-		--max-fail --rollback-on-fail" ;;
+		--max-fail --rollback-on-fail --verdicts" ;;
 	golden) echo "$conn $payload $validation --evidence --image --pull --pull-registry --pull-organization
 		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
-	status) echo "$conn --image --order" ;;
+	status) echo "$conn --image --order --verdicts" ;;
 	rollback) echo "$conn $payload --to --image --no-probe --order" ;;
 	ledger) echo "--image --json --csv --state" ;;
+	key) echo "--json" ;;
 	inventory) echo "--hosts --list --host -u --user" ;;
 	host) echo "$conn" ;;
 	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
@@ -30,7 +31,7 @@ _lume_metal_flags() {
 
 _lume_metal() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="build verify probe deploy golden status rollback ledger inventory host bench validate report config help"
+	local cmds="build verify probe deploy golden status rollback ledger key inventory host bench validate report config help"
 	local cmd="" i
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
@@ -72,7 +73,7 @@ _lume_metal() {
 		return
 	fi
 	case $cmd in
-	ledger) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "show export merge" -- "$cur") ;;
+	ledger) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "show export merge push pull" -- "$cur") ;;
 	host) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "status enable disable" -- "$cur") ;;
 	verify) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	report) mapfile -t COMPREPLY < <(compgen -W "stock= shim= host=" -- "$cur") ;;

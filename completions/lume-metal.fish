@@ -1,7 +1,7 @@
 # fish completion for lume-metal (installed as share/fish/vendor_completions.d/lume-metal.fish).
 # The flag lists follow `lume-metal help CMD` (tests/install/t-completion.sh checks them).
 
-set -l cmds build verify probe deploy golden status rollback ledger inventory host bench validate report config help
+set -l cmds build verify probe deploy golden status rollback ledger key inventory host bench validate report config help
 complete -c lume-metal -f
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l version -d 'version, commit, data folder'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -l help -d 'the commands'
@@ -13,6 +13,7 @@ complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a golden -d '
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a status -d 'what is installed, drift, verdict'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a rollback -d 'previous release or stock'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a ledger -d 'show, export or merge the ledger'
+complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a key -d 'the Ed25519 key pair that signs verdicts'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a inventory -d 'hosts as an Ansible inventory'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a host -d 'the paravirtual-graphics preference'
 complete -c lume-metal -n "not __fish_seen_subcommand_from $cmds" -a bench -d 'llama-bench stock vs shim'
@@ -80,7 +81,10 @@ complete -c lume-metal -n "__fish_seen_subcommand_from golden" -l keep -d 'keep 
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l to -x -a 'previous none' -d 'where to'
 complete -c lume-metal -n "__fish_seen_subcommand_from rollback" -l no-probe -d 'skip the stock probe'
 complete -c lume-metal -n "__fish_seen_subcommand_from ledger" -l csv -d 'CSV'
-complete -c lume-metal -n "__fish_seen_subcommand_from ledger; and not __fish_seen_subcommand_from show export merge" -a 'show export merge'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy status" -l verdicts -x -a 'registry local' -d 'where verdicts come from'
+complete -c lume-metal -n "__fish_seen_subcommand_from key" -l json -d 'JSON output'
+complete -c lume-metal -n "__fish_seen_subcommand_from key; and not __fish_seen_subcommand_from generate" -a generate -d 'write a key pair'
+complete -c lume-metal -n "__fish_seen_subcommand_from ledger; and not __fish_seen_subcommand_from show export merge push pull" -a 'show export merge push pull'
 complete -c lume-metal -n "__fish_seen_subcommand_from inventory" -l list -d 'the whole inventory'
 complete -c lume-metal -n "__fish_seen_subcommand_from host; and not __fish_seen_subcommand_from status enable disable" -a 'status enable disable'
 complete -c lume-metal -n "__fish_seen_subcommand_from bench" -l llama-bench -x -d 'llama-bench in the guest'

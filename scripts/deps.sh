@@ -21,6 +21,8 @@ DEB="$DEB libcurl4-openssl-dev python3 docker-registry curl"
 DEB_TEST="dash shellcheck llvm ca-certificates strace ansible-core time tmux"
 # The registry tests with basic auth: bcrypt htpasswd from apache2-utils.
 DEB_TEST="$DEB_TEST apache2-utils"
+# The verdicts test reads the artifacts it pushed with a tool not ours (tests/deploy/t-verdicts.sh).
+DEB_TEST="$DEB_TEST skopeo"
 # make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness (make test too)
 DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
 # tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and

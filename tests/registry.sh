@@ -4,7 +4,8 @@
 #       DIR/config.yml, its storage DIR/storage, its log DIR/registry.log, its pid DIR/registry.pid.
 #       Plain http on ADDR:PORT (a loopback address). --htpasswd turns on basic auth with one
 #       bcrypt user (the registry accepts bcrypt only), written by htpasswd (apache2-utils) from
-#       stdin, so the password is on no command line. Returns once /v2/ answers (200 or 401).
+#       stdin, so the password is on no command line. --accesslog logs every request to
+#       DIR/registry.log (to count them). Returns once /v2/ answers (200 or 401).
 #   tests/registry.sh stop DIR      stops that registry by its pid, and waits for it.
 set -eu
 # shellcheck source=tests/pidfile.sh disable=SC1091
@@ -16,12 +17,12 @@ stop)
 	exit 0
 	;;
 start) ;;
-*) echo "usage: $0 start DIR ADDR PORT [--htpasswd USER:PASS] | stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start DIR ADDR PORT [--htpasswd USER:PASS] [--accesslog] | stop DIR" >&2; exit 2 ;;
 esac
 [ $# -ge 4 ] || { echo "usage: $0 start DIR ADDR PORT [--htpasswd USER:PASS]" >&2; exit 2; }
 addr=$3 port=$4
 shift 4
-auth=""
+auth="" access=true
 while [ $# -gt 0 ]; do
 	case $1 in
 	--htpasswd)
@@ -34,6 +35,7 @@ while [ $# -gt 0 ]; do
     realm: lume-metal-test
     path: $dir/htpasswd"
 		shift ;;
+	--accesslog) access=false ;;
 	*) echo "registry.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -44,7 +46,7 @@ version: 0.1
 log:
   level: error
   accesslog:
-    disabled: true
+    disabled: $access
 storage:
   filesystem:
     rootdirectory: $dir/storage

@@ -11,6 +11,7 @@
 #include "net/ssh.h"
 #include "core/util.h"
 #include "ops/validate.h"
+#include "ops/verdicts.h"
 
 /* Exit codes of the design. */
 enum { EXIT_OK = 0, EXIT_SOMEFAIL = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
@@ -188,6 +189,12 @@ void cli_conn_free(cli_conn *c);
  * FILE). Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
 int cli_host_check(const char *spec, const char *cmd);
 
+/* Verdicts in registries: --verdicts (flag: "local" or "registry", NULL when not given), else
+ * the config file's verdicts; its signing-key, registry and organization; its trusted-key files
+ * loaded into *trust (the caller clears it; cfg->trust points at it). After cli_conn_ready.
+ * Prints the reason and returns EXIT_USAGE (a bad flag, a trusted key that does not load). */
+int cli_verdicts_setup(verdicts_cfg *cfg, verdict_trust *trust, const cli_conn *c, const char *flag, const char *cmd);
+
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
  * On a TTY it shows a live progress line and one line per VM as it finishes; otherwise one
  * line (or with --json one object) per VM as it finishes. With --order input (c->order_input)
@@ -218,5 +225,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_key(int argc, char **argv);
 
 #endif

@@ -121,6 +121,12 @@ cmd_config(int argc, char **argv)
 	source_of(&v[n++], &conn, "default");
 	golden_setting(&v[n++], &conn, "registry", registry, "ghcr.io");
 	golden_setting(&v[n++], &conn, "organization", organization, "trycua");
+	v[n] = (setting){"verdicts", cli_conn_setting(&conn, "verdicts") ? cli_conn_setting(&conn, "verdicts") : "local", ""};
+	source_of(&v[n++], &conn, "default");
+	v[n] = (setting){"signing-key", cli_conn_setting(&conn, "signing-key"), ""};
+	source_of(&v[n++], &conn, "default");
+	v[n] = (setting){"trusted-key", cli_conn_setting(&conn, "trusted-key"), ""};
+	source_of(&v[n++], &conn, "default");
 
 	if (conn.json) {
 		cJSON *o = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(o, "settings");

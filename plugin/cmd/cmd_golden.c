@@ -75,6 +75,8 @@ cmd_golden(int argc, char **argv)
 	golden_opts g = {0};
 	cli_validate cv = {0};
 	cli_conn conn;
+	verdicts_cfg vc;
+	verdict_trust trust = {0};
 	const char **tags = NULL;
 	char err[LM_ERRLEN] = "", build[64], pulled[IMAGE_NAME_MAX + 1];
 	cJSON *res = NULL;
@@ -143,8 +145,11 @@ cmd_golden(int argc, char **argv)
 	if (g.organization == NULL)
 		g.organization = cli_conn_setting(&conn, "organization");
 	if ((rc = cli_conn_payload(&conn, &g.deploy)) != EXIT_OK ||
-	    (rc = cli_validate_setup(&cv, &conn, &g.deploy, cv.v.model != NULL, "golden")) != EXIT_OK)
+	    (rc = cli_validate_setup(&cv, &conn, &g.deploy, cv.v.model != NULL, "golden")) != EXIT_OK ||
+	    (rc = cli_verdicts_setup(&vc, &trust, &conn, NULL, "golden")) != EXIT_OK)
 		goto done;
+	vc.registry = 0; /* the build validates in full; its verdict is attached when signing-key is set */
+	g.deploy.verdicts = &vc;
 	/* A workload that requires validation would refuse every VM pulled from an image without a
 	 * validate record: its golden image is validated here or not built. */
 	if (g.deploy.require_validation && cv.v.model == NULL) {
@@ -172,6 +177,7 @@ cmd_golden(int argc, char **argv)
 done:
 	cJSON_Delete(res);
 	free(tags);
+	verdict_trust_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }

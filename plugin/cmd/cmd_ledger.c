@@ -8,6 +8,7 @@
 #include "cmd/cli.h"
 #include "net/identity.h"
 #include "core/ledger.h"
+#include "ops/verdicts.h"
 
 typedef struct {
 	const char *image; /* --image filter, or NULL */
@@ -72,8 +73,9 @@ each(const cJSON *doc, const char *path, void *ctx)
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
 		if (w->mode == 's') {
-			cli_printf("    %s  %-8s %-12s %-24s %.12s %s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
-			    s(r, "payloadSha256"), s(r, "profile"));
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
+			    s(r, "payloadSha256"), s(r, "profile"), *s(r, "signer") ? "  from the registry, signer " : "",
+			    s(r, "signer"), *s(r, "signer") ? "..." : "");
 			continue;
 		}
 		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
@@ -152,6 +154,92 @@ merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
 	return EXIT_OK;
 }
 
+/* ledger push IMAGE: this ledger's records of the image version, signed, attached in its registry. */
+static int
+push(const cli_conn *conn, int mode, int nargs, char **args)
+{
+	verdicts_cfg vc;
+	verdict_trust trust = {0};
+	char err[LM_ERRLEN];
+	cJSON *out = NULL;
+	const cJSON *a;
+	int rc;
+
+	if (nargs != 1 || mode == 'c')
+		return cli_error(EXIT_USAGE, "ledger push: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
+	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger push")) != EXIT_OK)
+		return rc;
+	rc = verdicts_push(&out, conn->state, args[0], NULL, &vc, err);
+	verdict_trust_clear(&trust);
+	if (rc != LM_OK) {
+		cJSON_Delete(out);
+		return cli_fail(rc, err);
+	}
+	if (mode == 'j')
+		cli_print_json(out);
+	else {
+		cli_printf("pushed %d verdict artifact(s) for %s@%s, signed by %s (%s)\n",
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "artifacts")), s(out, "repository"),
+		    s(out, "digest"), s(out, "signer"), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "referrersApi"))
+		    ? "the registry's referrers API" : "fallback tag sha256-<digest>");
+		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts"))
+			cli_printf("  %s  %s  (%d records)\n", s(a, "digest"), s(a, "key"),
+			    (int)cJSON_GetObjectItemCaseSensitive(a, "records")->valuedouble);
+	}
+	cJSON_Delete(out);
+	return EXIT_OK;
+}
+
+/* ledger pull IMAGE: the verdicts attached to the image version, shown, the trusted ones recorded. */
+static int
+pull(const cli_conn *conn, int mode, int nargs, char **args)
+{
+	verdicts_cfg vc;
+	verdict_trust trust = {0};
+	char err[LM_ERRLEN];
+	cJSON *out = NULL;
+	const cJSON *a, *r;
+	int rc, added = 0, trusted = 0, n = 0;
+
+	if (nargs != 1 || mode == 'c')
+		return cli_error(EXIT_USAGE, "ledger pull: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
+	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger pull")) != EXIT_OK)
+		return rc;
+	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, err)) == LM_OK)
+		rc = verdicts_import(&added, conn->state, out, err);
+	verdict_trust_clear(&trust);
+	if (rc != LM_OK) {
+		cJSON_Delete(out);
+		return cli_fail(rc, err);
+	}
+	cJSON_AddNumberToObject(out, "imported", added);
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts")) {
+		n++;
+		trusted += strcmp(s(a, "status"), "trusted") == 0;
+	}
+	if (mode == 'j')
+		cli_print_json(out);
+	else {
+		cli_printf("%s@%s: %d verdict artifact(s) (%s)\n", s(out, "repository"), s(out, "digest"), n,
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "referrersApi")) ? "referrers API" : "fallback tag");
+		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts")) {
+			cli_printf("  %.19s...  %-9s %s%s\n", s(a, "artifact"), s(a, "status"),
+			    *s(a, "signer") ? "signer " : "", s(a, "signer"));
+			if (*s(a, "reason"))
+				cli_printf("      %s\n", s(a, "reason"));
+			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(a, "records"))
+				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", s(r, "time"), s(r, "kind"), s(r, "verdict"), s(r, "vm"),
+				    s(r, "payloadSha256"));
+		}
+		cli_printf("recorded %d record(s) from trusted verdicts under %s/ledger%s\n", added, conn->state,
+		    n > trusted ? "; the others are never used by the gate" : "");
+	}
+	cJSON_Delete(out);
+	if (n == 0)
+		return cli_error(EXIT_SOMEFAIL, "ledger pull: no verdict is attached to %s", args[0]);
+	return trusted > 0 ? EXIT_OK : EXIT_REFUSED;
+}
+
 int
 cmd_ledger(int argc, char **argv)
 {
@@ -179,9 +267,15 @@ cmd_ledger(int argc, char **argv)
 		return rc;
 	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
 		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
+	if (argc - optind >= 1 && strcmp(argv[optind], "push") == 0)
+		return w.image ? cli_error(EXIT_USAGE, "ledger push: takes IMAGE, not --image") :
+		    push(&conn, w.mode, argc - optind - 1, argv + optind + 1);
+	if (argc - optind >= 1 && strcmp(argv[optind], "pull") == 0)
+		return w.image ? cli_error(EXIT_USAGE, "ledger pull: takes IMAGE, not --image") :
+		    pull(&conn, w.mode, argc - optind - 1, argv + optind + 1);
 	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
 	    strcmp(verb, "export") != 0))
-		return cli_error(EXIT_USAGE, "ledger: takes show, export or merge; see 'lume-metal help ledger'");
+		return cli_error(EXIT_USAGE, "ledger: takes show, export, merge, push or pull; see 'lume-metal help ledger'");
 	if (strcmp(verb, "export") == 0 && w.mode == 's')
 		w.mode = 'c';
 	if (w.mode == 'c')

@@ -8,10 +8,14 @@ int
 cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"image", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"image", required_argument, NULL, 'm'},
+		{"verdicts", required_argument, NULL, 1050}, {NULL, 0, NULL, 0},
 	};
 	session_opts o = {0};
 	cli_conn conn;
+	verdicts_cfg vc;
+	verdict_trust trust = {0};
+	const char *verdicts = NULL;
 	int c, rc;
 
 	cli_conn_init(&conn);
@@ -21,14 +25,22 @@ cmd_status(int argc, char **argv)
 				return EXIT_USAGE;
 			continue;
 		}
+		if (c == 1050) {
+			verdicts = optarg;
+			continue;
+		}
 		if (c != 'm') {
 			cli_conn_free(&conn);
 			return EXIT_USAGE;
 		}
 		o.image = optarg;
 	}
-	if ((rc = cli_conn_check(&conn, argc - optind, "status")) == EXIT_OK)
+	if ((rc = cli_conn_check(&conn, argc - optind, "status")) == EXIT_OK &&
+	    (rc = cli_verdicts_setup(&vc, &trust, &conn, verdicts, "status")) == EXIT_OK) {
+		o.verdicts = &vc;
 		rc = cli_run_vms(&conn, argc - optind, argv + optind, status_one, &o, "status");
+	}
+	verdict_trust_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }

@@ -98,6 +98,11 @@ static const cli_command commands[] = {
 	    "                      there; --timeout then defaults to 3600); without it such a VM is refused\n"
 	    "                      (exit 3) with the command to run. Other VMs of a validated version only\n"
 	    "                      read the ledger.\n"
+	    "  --verdicts registry|local  registry: a VM whose image version has no verdict in this ledger\n"
+	    "                      gets the one attached to its image in the registry (the reference from\n"
+	    "                      --image or the guest's image.json), signed by a trusted-key, recorded\n"
+	    "                      here first; one lookup per image version (default: verdicts= of the\n"
+	    "                      config file, else local; docs/verdicts.md)\n"
 	    "\nStaged rollout (like Ansible's serial and max_fail_percentage):\n"
 	    "  --canary K          deploy to the first K VMs; go on only if all of them pass\n"
 	    "  --batch N|P%        then waves of N VMs (or P% of all); default one wave\n"
@@ -131,10 +136,12 @@ static const cli_command commands[] = {
 	    "  --wait SECONDS      the wait for SSH (default 300)\n"
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
-	    "status VM... | --host user@addr[:port]... | --all [--image REF]\n\n"
+	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
 	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
-	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n" ORDER_FLAGS CONN_FLAGS, NULL},
+	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n"
+	    "  --verdicts registry|local  as deploy's: with registry, a version this ledger has no verdict\n"
+	    "                      for is looked up in its image's registry (trusted-key), and recorded\n" ORDER_FLAGS CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
@@ -143,9 +150,10 @@ static const cli_command commands[] = {
 	    "probe of a payload for --target (default macos) or --payload runs in a scratch directory to\n"
 	    "show the stock answers (--no-probe skips it). The rollback is recorded in the ledger.\n"
 	    ORDER_FLAGS CONN_FLAGS, NULL},
-	{"ledger", cmd_ledger, "show, export or merge the results per image version",
+	{"ledger", cmd_ledger, "show, export, merge, push or pull the results per image version",
 	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n"
-	    "       ledger merge [--state DIR] [--json] SRC...\n\n"
+	    "       ledger merge [--state DIR] [--json] SRC...\n"
+	    "       ledger push|pull [--state DIR] [--json] IMAGE\n\n"
 	    "show (default) prints every image version's records; export prints CSV with the evidence\n"
 	    "results.csv columns plus the key fields. --json prints every document.\n\n"
 	    "merge adds the records of ledgers fetched from other machines (SRC: a ledger document, a\n"
@@ -153,7 +161,27 @@ static const cli_command commands[] = {
 	    "there goes to the document of its image version, in time order, so merging twice adds\n"
 	    "nothing. Every SRC is checked first; one that is not a ledger document is exit 2, naming it,\n"
 	    "and nothing is written. Prints the records merged, the documents written and the records\n"
-	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n", NULL},
+	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n\n"
+	    "push signs this ledger's records of the image version IMAGE names (REGISTRY/REPO:TAG or\n"
+	    "REGISTRY/REPO@sha256:HEX) with signing-key= of the config file and attaches them in its\n"
+	    "registry as an OCI artifact (artifactType application/vnd.lume-metal.verdict.v1+json, a\n"
+	    "DSSE envelope over an in-toto Statement) whose subject is the image manifest; golden does it\n"
+	    "after a passing build. pull reads the verdicts attached to IMAGE, shows each as trusted,\n"
+	    "untrusted (naming its signer), unsigned or refused (why), and records the trusted ones here\n"
+	    "(\"source\":\"registry\", \"signer\", \"artifact\"); only those are ever used by a gate.\n"
+	    "Exit 0 with a trusted verdict, 3 with none trusted, 1 with none attached (docs/verdicts.md).\n", NULL},
+	{"key", cmd_key, "make the Ed25519 key pair that signs verdicts",
+	    "key generate [PATH] [--json]\n\n"
+	    "Writes a new Ed25519 key pair for signing the verdicts `golden` and `ledger push` attach to\n"
+	    "an image in its registry: PATH, the private key (PEM PKCS#8, mode 0600), and PATH.pub, the\n"
+	    "public key (PEM SubjectPublicKeyInfo); `openssl pkey` reads both. Neither file may exist: a\n"
+	    "key is never overwritten, and a symlink in its place is refused. Default PATH:\n"
+	    "$XDG_CONFIG_HOME/lume-metal/verdict-key (~/.config/lume-metal/verdict-key). Prints the key's\n"
+	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by.\n"
+	    "Name the private key as signing-key= in the config file of the controller that signs (a CI\n"
+	    "runner), and the public one as trusted-key= on every controller that deploys on its verdicts\n"
+	    "(docs/verdicts.md).\n\n"
+	    "  --json   one object: {\"private\", \"public\", \"keyid\"}\n", NULL},
 	{"inventory", cmd_inventory, "the --hosts file as an Ansible dynamic inventory",
 	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
 	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"
@@ -254,7 +282,9 @@ static const cli_command commands[] = {
 	    "The config file is $XDG_CONFIG_HOME/lume-metal/config (default ~/.config/lume-metal/config):\n"
 	    "one KEY=VALUE a line, blank lines and # comments allowed, ~/ in a path is $HOME/. Its keys:\n"
 	    "user, identity, password-file, known-hosts, state, parallel (1-1024), lume, registry and\n"
-	    "organization (golden's). A bad line (an unknown key, no =, a bad number, a key twice) stops\n"
+	    "organization (golden's), verdicts (local or registry: deploy's and status's --verdicts),\n"
+	    "signing-key (the private key golden and ledger push sign verdicts with) and trusted-key\n"
+	    "(public key files, comma-separated: whose verdicts a gate uses; docs/verdicts.md). A bad line (an unknown key, no =, a bad number, a key twice) stops\n"
 	    "every command that reads it with exit 2, naming FILE:LINE, before anything runs. An identity\n"
 	    "or password file it names must be one only you can read, as on the command line.\n\n"
 	    "  --host ALIAS          also show what the OpenSSH configuration says of ALIAS\n"
@@ -304,7 +334,10 @@ static const struct {
 	    "  lume-metal rollback --all --to none --no-probe\n"},
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
 	    "  lume-metal ledger export > results.csv\n"
+	    "  lume-metal ledger pull ghcr.io/my-org/macos-tahoe-shim:26.5\n"
 	    "  lume-metal ledger merge fetched/mac-1 fetched/mac-2\n"},
+	{"key", "  lume-metal key generate\n"
+	    "  lume-metal key generate ~/ci/verdict-key --json\n"},
 	{"inventory", "  lume-metal inventory --hosts macs.txt --list\n"
 	    "  ansible -i scripts/ansible/inventory mac_hosts -m ping\n"},
 	{"host", "  lume-metal host status\n"

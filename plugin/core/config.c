@@ -11,7 +11,7 @@
 
 const char *const config_keys[] = {
 	"user", "identity", "password-file", "known-hosts", "state", "parallel", "lume", "registry",
-	"organization", NULL,
+	"organization", "verdicts", "signing-key", "trusted-key", NULL,
 };
 #define NKEYS (sizeof config_keys / sizeof *config_keys - 1)
 
@@ -26,7 +26,7 @@ struct config {
 static int
 path_key(size_t k)
 {
-	return k == 1 || k == 2 || k == 3 || k == 4 || k == 6;
+	return k == 1 || k == 2 || k == 3 || k == 4 || k == 6 || k == 11;
 }
 
 static size_t
@@ -101,7 +101,7 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s'; did you mean %s?", c->path, line,
 			    (int)(kn > 64 ? 64 : kn), s, best);
 		return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s' (keys: user, identity, password-file, "
-		    "known-hosts, state, parallel, lume, registry, organization)", c->path, line, (int)(kn > 64 ? 64 : kn), s);
+		    "known-hosts, state, parallel, lume, registry, organization, verdicts, signing-key, trusted-key)", c->path, line, (int)(kn > 64 ? 64 : kn), s);
 	}
 	if (c->value[k] != NULL)
 		return lm_err(err, LM_EINPUT, "%s:%d: %s is set already, on line %d", c->path, line, config_keys[k],
@@ -118,6 +118,10 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			return lm_err(err, LM_EINPUT, "%s:%d: parallel: '%.*s' is not a whole number from 1 to 1024",
 			    c->path, line, (int)(vn > 64 ? 64 : vn), v);
 	}
+	if (strcmp(config_keys[k], "verdicts") == 0 && !(vn == 5 && memcmp(v, "local", 5) == 0) &&
+	    !(vn == 8 && memcmp(v, "registry", 8) == 0))
+		return lm_err(err, LM_EINPUT, "%s:%d: verdicts: '%.*s' is neither local nor registry", c->path, line,
+		    (int)(vn > 64 ? 64 : vn), v);
 	if (path_key(k) && vn >= 2 && v[0] == '~' && v[1] == '/') {
 		const char *home = getenv("HOME");
 		size_t hn = home ? strlen(home) : 0;

@@ -1,7 +1,8 @@
 /* config: the user's defaults file, $XDG_CONFIG_HOME/lume-metal/config (else
  * ~/.config/lume-metal/config). One KEY=VALUE a line; blanks around KEY and VALUE are dropped;
  * empty lines and lines whose first non-blank is '#' are skipped. The keys are config_keys;
- * a value that begins with "~/" in a path key (identity, password-file, known-hosts, state, lume)
+ * a value that begins with "~/" in a path key (identity, password-file, known-hosts, state, lume,
+ * signing-key; each of trusted-key's comma-separated files, verdict.h)
  * has it replaced by $HOME/. What the file says applies where no flag said it (the CLI's part);
  * the OpenSSH configuration and the built-in defaults come after it. Never prints. */
 #ifndef LM_CONFIG_H
@@ -26,8 +27,8 @@ int config_default_path(char *out, size_t len);
  * configuration (LM_OK); anything else that cannot be read is LM_EINPUT ("PATH: ..."), as is a
  * bad line, named "PATH:LINE: " and what is wrong: no '=' ("want KEY=VALUE"), an unknown key
  * (with "did you mean K?" for the nearest key within a third of its length in edits), a key
- * given twice, an empty value, a control character, a value over CONFIG_VALUE_MAX bytes, or a
- * parallel that is no whole number from 1 to 1024. On failure *out is NULL. */
+ * given twice, an empty value, a control character, a value over CONFIG_VALUE_MAX bytes, a
+ * parallel that is no whole number from 1 to 1024, or a verdicts that is not local or registry. On failure *out is NULL. */
 int config_load(config **out, const char *path, char *err);
 
 /* The value of key, or NULL when the file does not set it (c may be NULL); *line (when not

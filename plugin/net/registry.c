@@ -163,6 +163,9 @@ typedef struct {
 	int digest_seen, digest_bad;
 	char challenge[4096]; /* the first WWW-Authenticate (Bearer preferred) */
 	int challenge_bearer, challenge_over;
+	char ctype[128];      /* Content-Type, cut */
+	char location[2048];  /* Location, "" when longer */
+	int oci_subject;      /* OCI-Subject seen (a registry that indexes referrers itself) */
 } heads;
 
 /* Header value of line (len bytes) when its name is name (case-insensitive), trimmed. */
@@ -192,8 +195,8 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response (after 100, or a retry) */
 		h->digest_seen = h->digest_bad = 0;
-		h->digest[0] = h->challenge[0] = '\0';
-		h->challenge_bearer = h->challenge_over = 0;
+		h->digest[0] = h->challenge[0] = h->ctype[0] = h->location[0] = '\0';
+		h->challenge_bearer = h->challenge_over = h->oci_subject = 0;
 	}
 	h->bytes += len;
 	if (h->bytes > REGISTRY_HEADERS_MAX) {
@@ -208,6 +211,15 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 			h->digest[vl] = '\0';
 			h->digest_bad = strncmp(h->digest, "sha256:", 7) != 0 || !lm_is_sha256(h->digest + 7);
 		}
+	} else if ((v = header_value(buf, len, "Content-Type", &vl)) != NULL) {
+		snprintf(h->ctype, sizeof h->ctype, "%.*s", (int)(vl < sizeof h->ctype ? vl : sizeof h->ctype - 1), v);
+	} else if ((v = header_value(buf, len, "Location", &vl)) != NULL) {
+		if (vl < sizeof h->location) {
+			memcpy(h->location, v, vl);
+			h->location[vl] = '\0';
+		}
+	} else if (header_value(buf, len, "OCI-Subject", &vl) != NULL) {
+		h->oci_subject = 1;
 	} else if ((v = header_value(buf, len, "WWW-Authenticate", &vl)) != NULL) {
 		int bearer = vl >= 7 && strncasecmp(v, "Bearer ", 7) == 0;
 
@@ -227,6 +239,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 typedef struct {
 	lm_buf b;
 	int over;
+	size_t max; /* 0: REGISTRY_BODY_MAX */
 } body;
 
 static size_t
@@ -235,7 +248,7 @@ on_body(char *buf, size_t size, size_t n, void *arg)
 	body *bd = arg;
 	size_t len = size * n;
 
-	if (bd->b.len + len > REGISTRY_BODY_MAX) {
+	if (bd->b.len + len > (bd->max ? bd->max : REGISTRY_BODY_MAX)) {
 		bd->over = 1;
 		return 0;
 	}
@@ -296,11 +309,21 @@ typedef struct {
 	char *err;
 } ctx;
 
-/* One request: HEAD (body NULL) or GET into *bd. auth is a header line or NULL; creds as Basic
- * when basic is set. *status gets the HTTP status. */
+/* What one request sends beyond its URL: a method other than HEAD/GET, a body and its type,
+ * whether redirects are followed (a blob's storage: at most 3, to https, or http on loopback). */
+typedef struct {
+	const char *method;  /* NULL: HEAD without bd, GET with it */
+	const char *ctype;   /* Content-Type of up, or NULL */
+	const void *up;
+	size_t uplen;
+	int follow, loopback;
+} sendspec;
+
+/* One request: HEAD (body NULL) or GET into *bd, or what sp says. auth is a header line or NULL;
+ * creds as Basic when basic is set. *status gets the HTTP status. */
 static int
-request(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd,
-    heads *h, long *status)
+request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd,
+    heads *h, long *status, const sendspec *sp)
 {
 	CURL *e;
 	CURLcode rc;
@@ -319,9 +342,20 @@ request(ctx *c, const char *url, const char *auth, const registry_creds *basic, 
 		hl = t;
 	if (auth != NULL && (t = curl_slist_append(hl, auth)) != NULL)
 		hl = t;
+	if (sp != NULL && sp->ctype != NULL) {
+		char ct[200];
+
+		snprintf(ct, sizeof ct, "Content-Type: %s", sp->ctype);
+		if ((t = curl_slist_append(hl, ct)) != NULL)
+			hl = t;
+	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, sp != NULL && sp->follow ? 1L : 0L);
+	if (sp != NULL && sp->follow) {
+		curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
+		curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, sp->loopback ? "http,https" : "https");
+	}
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
@@ -335,11 +369,20 @@ request(ctx *c, const char *url, const char *auth, const registry_creds *basic, 
 		curl_easy_setopt(e, CURLOPT_USERNAME, basic->user);
 		curl_easy_setopt(e, CURLOPT_PASSWORD, basic->secret);
 	}
-	if (bd == NULL) {
+	if (bd == NULL && (sp == NULL || sp->method == NULL)) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else {
 		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(e, CURLOPT_WRITEDATA, bd);
+	}
+	if (sp != NULL && sp->method != NULL) {
+		if (strcmp(sp->method, "HEAD") == 0)
+			curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		else if (strcmp(sp->method, "GET") != 0) {
+			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)sp->uplen);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, sp->up ? (const char *)sp->up : "");
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, sp->method);
+		}
 	}
 	rc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
@@ -348,9 +391,16 @@ request(ctx *c, const char *url, const char *auth, const registry_creds *basic, 
 	else if (h->over)
 		ret = lm_err(c->err, LM_EFAIL, "registry %s answered more than %d bytes of headers", c->registry,
 		    REGISTRY_HEADERS_MAX);
-	else if (bd != NULL && bd->over)
+	else if (bd != NULL && bd->over && bd->max == 0)
 		ret = lm_err(c->err, LM_EFAIL, "registry %s answered a token larger than %d bytes", c->registry,
 		    REGISTRY_BODY_MAX);
+	else if (bd != NULL && bd->over)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s answered more than %zu bytes for %s: refused", c->registry,
+		    bd->max, strstr(url, "/v2/") ? strstr(url, "/v2/") : url);
+	else if (rc == CURLE_TOO_MANY_REDIRECTS)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s redirected more than 3 times: refused", c->registry);
+	else if (rc == CURLE_UNSUPPORTED_PROTOCOL && sp != NULL && sp->follow)
+		ret = lm_err(c->err, LM_EFAIL, "registry %s redirected to a protocol other than https: refused", c->registry);
 	else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
 		ret = lm_err(c->err, LM_EFAIL, "registry %s is unreachable: %s", c->registry,
 		    ebuf[0] ? ebuf : curl_easy_strerror(rc));
@@ -359,6 +409,12 @@ request(ctx *c, const char *url, const char *auth, const registry_creds *basic, 
 	curl_easy_cleanup(e);
 	curl_slist_free_all(hl);
 	return ret;
+}
+
+static int
+request(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd, heads *h, long *status)
+{
+	return request_sp(c, url, auth, basic, bd, h, status, NULL);
 }
 
 /* True when url is https://..., or http:// to a loopback host. */
@@ -392,11 +448,11 @@ realm_ok(const char *url)
 
 /* The Bearer token flow for challenge ch: *token (caller wipes and frees) from the realm. */
 static int
-fetch_token(ctx *c, char **token, const char *ch, const char *repo, const registry_creds *creds)
+fetch_token(ctx *c, char **token, const char *ch, const char *repo, const char *actions, const registry_creds *creds)
 {
 	char realm[1024], service[256] = "", scope[512], url[4096];
 	char *es = NULL, *esc = NULL;
-	body bd = {{0}, 0};
+	body bd = {{0}, 0, 0};
 	heads h;
 	long status;
 	cJSON *doc = NULL;
@@ -410,7 +466,7 @@ fetch_token(ctx *c, char **token, const char *ch, const char *repo, const regist
 		return lm_err(c->err, LM_EFAIL, "registry %s answered a malformed Bearer challenge", c->registry);
 	if ((pr = challenge_param(scope, sizeof scope, ch, "scope")) < 0)
 		return lm_err(c->err, LM_EFAIL, "registry %s answered a malformed Bearer challenge", c->registry);
-	if (pr == 1 && lm_fmt(scope, sizeof scope, "repository:%s:pull", repo) != 0)
+	if (pr == 1 && lm_fmt(scope, sizeof scope, "repository:%s:%s", repo, actions) != 0)
 		return lm_err(c->err, LM_EINPUT, "registry %s: repository name too long", c->registry);
 	es = curl_easy_escape(NULL, service, 0);
 	esc = curl_easy_escape(NULL, scope, 0);
@@ -525,7 +581,7 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 		char ch[sizeof h.challenge];
 
 		memcpy(ch, h.challenge, sizeof ch);
-		if ((rc = fetch_token(&c, &token, ch, repo, creds)) != LM_OK)
+		if ((rc = fetch_token(&c, &token, ch, repo, "pull", creds)) != LM_OK)
 			return rc;
 		al = strlen(token) + 32;
 		if ((auth = malloc(al)) == NULL) {
@@ -553,4 +609,325 @@ registry_manifest_digest(char out[REGISTRY_DIGEST_LEN + 1], const char *registry
     const registry_creds *creds, char *err)
 {
 	return registry_manifest_digest_timeout(out, registry, repo, tag, creds, REGISTRY_TIMEOUT_MS, err);
+}
+
+struct registry_client {
+	char registry[256], repo[256], base[300]; /* base: "http[s]://REGISTRY" */
+	const registry_creds *creds;
+	int push, loopback, basic, requests;
+	char *auth;         /* "Authorization: Bearer ..." once a token was had (wiped on free) */
+	ctx c;
+	char err[LM_ERRLEN];
+};
+
+int
+registry_client_new(registry_client **out, const char *registry, const char *repo, const registry_creds *creds,
+    int push, long timeout_ms, char *err)
+{
+	registry_client *c;
+	int loopback = 0;
+
+	*out = NULL;
+	if (!registry_ok(registry, &loopback))
+		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]: %.100s", registry ? registry : "");
+	if (repo == NULL || !repo_ok(repo))
+		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
+		    registry);
+	if (timeout_ms <= 0)
+		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return lm_err(err, LM_EFAIL, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+	if ((c = calloc(1, sizeof *c)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	snprintf(c->registry, sizeof c->registry, "%s", registry);
+	snprintf(c->repo, sizeof c->repo, "%s", repo);
+	snprintf(c->base, sizeof c->base, "%s://%s", loopback ? "http" : "https", registry);
+	if (creds != NULL && creds->user != NULL && creds->secret != NULL && *creds->user && *creds->secret)
+		c->creds = creds;
+	c->push = push;
+	c->loopback = loopback;
+	c->c = (ctx){c->registry, timeout_ms, lm_now_ms() + timeout_ms, NULL};
+	*out = c;
+	return LM_OK;
+}
+
+void
+registry_client_free(registry_client *c)
+{
+	if (c == NULL)
+		return;
+	wipe_free(c->auth);
+	free(c);
+}
+
+int
+registry_client_requests(const registry_client *c)
+{
+	return c ? c->requests : 0;
+}
+
+/* One call of path ("/v2/...") with the client's authorization; a 401 is answered once from its
+ * challenge and the call made again. */
+static int
+call(registry_client *c, const char *path, body *bd, heads *h, long *status, const sendspec *sp, char *err)
+{
+	char url[4096], *token = NULL;
+	int rc;
+
+	c->c.err = err;
+	if (lm_fmt(url, sizeof url, "%s%s", c->base, path) != 0)
+		return lm_err(err, LM_EINPUT, "registry %s: URL too long", c->registry);
+	for (int attempt = 0;; attempt++) {
+		if (bd != NULL) {
+			lm_buf_free(&bd->b);
+			bd->over = 0;
+		}
+		c->requests++;
+		rc = request_sp(&c->c, url, c->auth, c->basic ? c->creds : NULL, bd, h, status, sp);
+		if (rc != LM_OK || *status != 401 || attempt > 0)
+			break;
+		if (h->challenge_over)
+			return lm_err(err, LM_EFAIL, "registry %s answered a WWW-Authenticate longer than %zu bytes", c->registry,
+			    sizeof h->challenge - 1);
+		if (h->challenge_bearer) {
+			char ch[sizeof h->challenge];
+			size_t al;
+
+			memcpy(ch, h->challenge, sizeof ch);
+			c->requests++;
+			if ((rc = fetch_token(&c->c, &token, ch, c->repo, c->push ? "pull,push" : "pull", c->creds)) != LM_OK)
+				return rc;
+			wipe_free(c->auth);
+			al = strlen(token) + 32;
+			if ((c->auth = malloc(al)) == NULL) {
+				wipe_free(token);
+				return lm_err(err, LM_EFAIL, "out of memory");
+			}
+			snprintf(c->auth, al, "Authorization: Bearer %s", token);
+			wipe_free(token);
+			token = NULL;
+		} else if (strncasecmp(h->challenge, "Basic", 5) == 0 && c->creds != NULL && !c->basic) {
+			c->basic = 1;
+		} else
+			break;
+	}
+	if (rc == LM_OK && *status == 401)
+		return c->creds != NULL && (c->auth != NULL || c->basic)
+		    ? lm_err(err, LM_EFAIL, "registry %s refused the credentials (401)", c->registry)
+		    : lm_err(err, LM_EFAIL, "registry %s requires credentials (401): set GITHUB_USERNAME and GITHUB_TOKEN",
+		          c->registry);
+	if (rc == LM_OK && *status == 403)
+		return lm_err(err, LM_EFAIL, "registry %s refused the credentials for %s (403)%s", c->registry, c->repo,
+		    c->push ? ": they may not push there" : "");
+	if (rc == LM_OK && *status >= 300 && *status < 400)
+		return lm_err(err, LM_EFAIL, "registry %s answered a redirect (HTTP %ld) for %s: redirects are not followed",
+		    c->registry, *status, path);
+	return rc;
+}
+
+static int
+http_err(registry_client *c, long status, const char *what, char *err)
+{
+	return lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld for %s", c->registry, status, what);
+}
+
+static int
+digest_ok(const char *d)
+{
+	return d != NULL && strlen(d) == REGISTRY_DIGEST_LEN && strncmp(d, "sha256:", 7) == 0 && lm_is_sha256(d + 7);
+}
+
+/* Hands bd's bytes to the caller: *out NUL-terminated (caller frees), *len without the NUL. */
+static int
+take_body(body *bd, char **out, size_t *len, char *err)
+{
+	size_t n = bd->b.len;
+
+	if (lm_buf_add(&bd->b, "", 1) != 0)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	*out = bd->b.data;
+	*len = n;
+	bd->b.data = NULL;
+	bd->b.len = 0;
+	return LM_OK;
+}
+
+int
+registry_manifest_get(registry_client *c, const char *ref, size_t max, char **out, size_t *len,
+    char digest[REGISTRY_DIGEST_LEN + 1], char *err)
+{
+	char path[600], hex[65];
+	body bd = {{0}, 0, max};
+	heads h;
+	long status;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	digest[0] = '\0';
+	if (!digest_ok(ref) && !tag_ok(ref))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
+	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
+	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK)
+		goto done;
+	if (status == 404)
+		goto done;
+	if (status != 200) {
+		rc = http_err(c, status, path, err);
+		goto done;
+	}
+	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
+	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+	if (digest_ok(ref) && strcmp(ref, digest) != 0) {
+		rc = lm_err(err, LM_EFAIL, "registry %s answered a manifest whose digest is not %s: refused", c->registry, ref);
+		goto done;
+	}
+	rc = take_body(&bd, out, len, err);
+done:
+	lm_buf_free(&bd.b);
+	return rc;
+}
+
+int
+registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
+    char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err)
+{
+	char path[600], hex[65];
+	sendspec sp = {"PUT", media_type, data, len, 0, 0};
+	body bd = {{0}, 0, 4096};
+	heads h;
+	long status;
+	int rc;
+
+	lm_sha256_hex(hex, data, len);
+	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+	if (subject)
+		*subject = 0;
+	if (!digest_ok(ref) && !tag_ok(ref))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
+	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
+	rc = call(c, path, &bd, &h, &status, &sp, err);
+	lm_buf_free(&bd.b);
+	if (rc != LM_OK)
+		return rc;
+	if (status != 201 && status != 200)
+		return lm_err(err, LM_EFAIL, "registry %s refused the manifest %s:%s (HTTP %ld)", c->registry, c->repo, ref,
+		    status);
+	if (h.digest_seen && !h.digest_bad && strcmp(h.digest, digest) != 0)
+		return lm_err(err, LM_EFAIL, "registry %s stored the manifest under another digest: refused", c->registry);
+	if (subject)
+		*subject = h.oci_subject;
+	return LM_OK;
+}
+
+int
+registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1], char *err)
+{
+	char path[4096], hex[65], *loc;
+	sendspec post = {"POST", NULL, "", 0, 0, 0}, put = {"PUT", "application/octet-stream", data, len, 0, 0};
+	body bd = {{0}, 0, 4096};
+	heads h;
+	long status;
+	int rc;
+
+	lm_sha256_hex(hex, data, len);
+	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
+	if ((rc = call(c, path, NULL, &h, &status, NULL, err)) != LM_OK)
+		return rc;
+	if (status == 200)
+		return LM_OK;
+	snprintf(path, sizeof path, "/v2/%s/blobs/uploads/", c->repo);
+	rc = call(c, path, &bd, &h, &status, &post, err);
+	lm_buf_free(&bd.b);
+	if (rc != LM_OK)
+		return rc;
+	if (status != 202 || h.location[0] == '\0')
+		return lm_err(err, LM_EFAIL, "registry %s did not start the upload (HTTP %ld)", c->registry, status);
+	/* The upload goes only to this registry: a Location elsewhere is refused. */
+	loc = h.location;
+	if (strncmp(loc, c->base, strlen(c->base)) == 0)
+		loc += strlen(c->base);
+	if (strncmp(loc, "/v2/", 4) != 0 || strpbrk(loc, " \r\n#") != NULL)
+		return lm_err(err, LM_EFAIL, "registry %s sent the upload to another place: refused", c->registry);
+	if (lm_fmt(path, sizeof path, "%s%cdigest=sha256%%3A%s", loc, strchr(loc, '?') ? '&' : '?', hex) != 0)
+		return lm_err(err, LM_EFAIL, "registry %s: upload URL too long", c->registry);
+	rc = call(c, path, &bd, &h, &status, &put, err);
+	lm_buf_free(&bd.b);
+	if (rc != LM_OK)
+		return rc;
+	if (status != 201)
+		return lm_err(err, LM_EFAIL, "registry %s refused the blob %s (HTTP %ld)", c->registry, digest, status);
+	return LM_OK;
+}
+
+int
+registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err)
+{
+	char path[600], hex[65];
+	sendspec sp = {"GET", NULL, NULL, 0, 1, c->loopback};
+	body bd = {{0}, 0, max};
+	heads h;
+	long status;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if (!digest_ok(digest))
+		return lm_err(err, LM_EFAIL, "registry %s: a blob digest that is not sha256: and 64 hex: refused", c->registry);
+	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
+	if ((rc = call(c, path, &bd, &h, &status, &sp, err)) != LM_OK)
+		goto done;
+	if (status != 200) {
+		rc = status == 404 ? lm_err(err, LM_EFAIL, "registry %s: no such blob %s", c->registry, digest)
+		                   : http_err(c, status, path, err);
+		goto done;
+	}
+	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
+	if (strcmp(hex, digest + 7) != 0) {
+		rc = lm_err(err, LM_EFAIL, "registry %s answered a blob whose SHA-256 is not %s: refused", c->registry, digest);
+		goto done;
+	}
+	rc = take_body(&bd, out, len, err);
+done:
+	lm_buf_free(&bd.b);
+	return rc;
+}
+
+int
+registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
+    int *api, char *err)
+{
+	char path[800], tag[80], d[REGISTRY_DIGEST_LEN + 1], *esc = NULL;
+	body bd = {{0}, 0, REGISTRY_MANIFEST_MAX};
+	heads h;
+	long status;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	*api = 0;
+	if (!digest_ok(digest))
+		return lm_err(err, LM_EINPUT, "registry %s: not a digest: %.80s", c->registry, digest);
+	if (artifact_type != NULL && (esc = curl_easy_escape(NULL, artifact_type, 0)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	snprintf(path, sizeof path, "/v2/%s/referrers/%s%s%s", c->repo, digest, esc ? "?artifactType=" : "", esc ? esc : "");
+	curl_free(esc);
+	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK) {
+		lm_buf_free(&bd.b);
+		return rc;
+	}
+	/* The API answers an image index; anything else (404, or a registry's HTML) means it has none. */
+	if (status == 200 && strncmp(h.ctype, "application/vnd.oci.image.index.v1+json", 39) == 0) {
+		*api = 1;
+		rc = take_body(&bd, out, len, err);
+		lm_buf_free(&bd.b);
+		return rc;
+	}
+	lm_buf_free(&bd.b);
+	if (status != 404 && status != 200 && status != 400 && status != 405)
+		return http_err(c, status, path, err);
+	snprintf(tag, sizeof tag, "sha256-%s", digest + 7);
+	return registry_manifest_get(c, tag, REGISTRY_MANIFEST_MAX, out, len, d, err);
 }

@@ -43,4 +43,50 @@ int registry_manifest_digest(char out[REGISTRY_DIGEST_LEN + 1], const char *regi
 int registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *registry,
     const char *repo, const char *tag, const registry_creds *creds, long timeout_ms, char *err);
 
+/* One repository of one registry for a series of OCI distribution calls (the verdict artifacts
+ * of ops/verdicts.h): the challenge of the first 401 (Bearer or Basic, as above; with push,
+ * the token's scope asks for pull,push) is answered once and its Authorization kept for the
+ * calls after it. Plain http on loopback only, as above. Redirects are not followed, except
+ * by registry_blob_get (a blob's storage): at most 3, to https (http on loopback), without the
+ * Authorization. Every body read is bounded by the max given; every digest is checked against
+ * the bytes. Errors name the registry. */
+typedef struct registry_client registry_client;
+
+#define REGISTRY_MANIFEST_MAX (256u << 10) /* bytes of a manifest or index read */
+
+/* A new client (caller frees with registry_client_free) for registry (HOST[:PORT]) and repo;
+ * creds borrowed (may be NULL), for the client's life; the deadline is now + timeout_ms for
+ * all its calls. LM_EINPUT for a malformed registry or repository. */
+int registry_client_new(registry_client **out, const char *registry, const char *repo, const registry_creds *creds,
+    int push, long timeout_ms, char *err);
+void registry_client_free(registry_client *c);
+/* The HTTP requests the client made (the token service's included). */
+int registry_client_requests(const registry_client *c);
+
+/* GET of the manifest ref into *out (caller frees; NUL-terminated), *len bytes, at most max;
+ * *digest the SHA-256 of the bytes (for a ref that is a digest, it must be that one). A 404 is
+ * LM_OK with *out NULL. */
+int registry_manifest_get(registry_client *c, const char *ref, size_t max, char **out, size_t *len,
+    char digest[REGISTRY_DIGEST_LEN + 1], char *err);
+
+/* PUT of a manifest of media_type under ref (a tag, or its own digest); *digest gets its digest,
+ * *subject (may be NULL) whether the registry answered OCI-Subject (it indexes referrers). */
+int registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
+    char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err);
+
+/* Uploads a blob (POST then PUT ?digest=) unless the registry has it (HEAD); *digest gets it. */
+int registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1],
+    char *err);
+
+/* GET of the blob digest into *out (caller frees), at most max bytes; refused when its
+ * SHA-256 is not digest. */
+int registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err);
+
+/* The referrers of the manifest digest, filtered by artifact_type (may be NULL), as an OCI
+ * image index into *out (caller frees), *len bytes: the referrers API (GET
+ * /v2/REPO/referrers/DIGEST, *api set) where the registry has it, else the fallback tag
+ * "sha256-<hex>" (*api 0; unfiltered); *out NULL when neither holds anything. */
+int registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
+    int *api, char *err);
+
 #endif

@@ -8,6 +8,7 @@
 #include "core/ledger.h"
 #include "core/util.h"
 #include "ops/validate.h"
+#include "ops/verdicts.h"
 
 /* o's string k, or "" (never NULL). */
 static const char *
@@ -148,6 +149,15 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		session_set_state(r, "failed", msg);
 		goto done;
 	}
+	/* No verdict here: the registry's, when asked for (verdicts.h), then the ledger again. */
+	if (verdicts_consult(r, &s, o) > 0) {
+		cJSON_Delete(last);
+		last = NULL;
+		if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+			session_set_state(r, "failed", msg);
+			goto done;
+		}
+	}
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {
 		const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
@@ -174,8 +184,10 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		goto done;
 	}
 	/* The workload's own numbers, once per image version (validate.h). */
-	if (o->require_validation && validate_gate(r, &s, t, o) != LM_OK)
+	if (o->require_validation && validate_gate(r, &s, t, o) != LM_OK) {
+		verdicts_annotate(r);
 		goto done;
+	}
 	if (o->dry_run) {
 		cJSON *plan = cJSON_AddArrayToObject(r, "plan");
 

@@ -14,6 +14,7 @@
 #include "net/registry.h"
 #include "core/util.h"
 #include "ops/validate.h"
+#include "ops/verdicts.h"
 
 /* image.json beside current and previous, written whole or not at all: a temporary file in the
  * same directory, then rename. The JSON comes on stdin; the directory is the one argument. */
@@ -22,7 +23,7 @@ static const char stamp_script[] =
     "cat >\"$t\" && mv -f \"$t\" \"$1/image.json\" || { rm -f \"$t\"; exit 1; }";
 
 static const char *const step_names[GOLDEN_NSTEPS] = {
-	"pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop", "push", "digest", "record", "delete",
+	"pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop", "push", "digest", "record", "attach", "delete",
 };
 
 const char *
@@ -279,6 +280,9 @@ plan(build *g)
 	    "kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as their label" : "ledger %s/ledger: "
 	    "one record of kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as its label",
 	    o->deploy.state, g->reference);
+	g->cmd[GOLDEN_ATTACH] = o->deploy.verdicts && o->deploy.verdicts->signing_key ? text("ledger push %s "
+	    "(signed by %s): the verdict as an OCI artifact whose subject is the pushed manifest", g->reference,
+	    o->deploy.verdicts->signing_key) : text("none: no signing-key in the config file", NULL, NULL);
 	{
 		const char *a[] = {lume, "delete", o->build, "--force", NULL};
 
@@ -781,6 +785,26 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	cJSON_AddItemToObject(g.r, "record", cJSON_Duplicate(rec, 1));
 	cJSON_ReplaceItemInObjectCaseSensitive(g.r, "recorded", cJSON_CreateTrue());
 	step_end(&g, "done", NULL);
+
+	/* The verdict travels with the image: signed, attached in its registry (verdicts.h). */
+	if (o->deploy.verdicts == NULL || o->deploy.verdicts->signing_key == NULL)
+		step_skip(&g, GOLDEN_ATTACH, "no signing-key in the config file: the verdict stays in this ledger");
+	else {
+		cJSON *att = NULL;
+
+		step_start(&g, GOLDEN_ATTACH);
+		if ((rc = verdicts_push(&att, o->deploy.state, g.reference, digest, o->deploy.verdicts, msg)) != LM_OK) {
+			char m2[LM_ERRLEN + 1400];
+
+			cJSON_Delete(att);
+			snprintf(m2, sizeof m2, "pushed and recorded %s (%s), but its verdict was not attached: %s; `lume-metal "
+			    "ledger push %s` attaches it", o->image_tag, digest, msg, g.reference);
+			rc = fail(&g, m2, rc == LM_EINPUT ? LM_EINPUT : LM_EFAIL, 0);
+			goto done;
+		}
+		cJSON_AddItemToObject(g.r, "attached", att);
+		step_end(&g, "done", kstr(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(att, "artifacts"), 0), "digest"));
+	}
 
 	cleanup(&g, 0);
 	rc = finish(&g, "published", NULL, LM_OK);

@@ -18,11 +18,13 @@
 /* The steps, in order; GOLDEN_PULL only with a pull. */
 enum {
 	GOLDEN_PULL, GOLDEN_CLONE, GOLDEN_RUN, GOLDEN_SSH, GOLDEN_DEPLOY, GOLDEN_WORKLOAD, GOLDEN_STAMP,
-	GOLDEN_STOP, GOLDEN_PUSH, GOLDEN_DIGEST, GOLDEN_RECORD, GOLDEN_DELETE, GOLDEN_NSTEPS
+	GOLDEN_STOP, GOLDEN_PUSH, GOLDEN_DIGEST, GOLDEN_RECORD, GOLDEN_ATTACH, GOLDEN_DELETE, GOLDEN_NSTEPS
 };
 
 /* The step's name ("pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop",
- * "push", "digest", "record", "delete"). */
+ * "push", "digest", "record", "attach", "delete"). attach signs the records filed under the
+ * pushed digest and attaches them to the image in its registry (ops/verdicts.h), when
+ * deploy.verdicts names a signing key; skipped otherwise. */
 const char *golden_step_name(int step);
 
 /* Called as each step starts (state "start") and ends ("done", "failed", "skipped"), with the
@@ -72,7 +74,7 @@ int golden_registry_ok(const char *s);
  * "image" (IMAGE:TAG), "reference" (REGISTRY/ORG/IMAGE:TAG), "registry", "state" ("published",
  * "validation-failed", "refused", "failed", or "planned" for a dry run), "message" when not
  * published, "pushed" (true once lume push succeeded), "digest" (the pushed manifest's, or
- * null), "baseDigest", "recorded", "kept", "steps" (each {"step", "command", "state", "ms",
+ * null), "baseDigest", "recorded", "attached" (verdicts_push's result, when a verdict was attached), "kept", "steps" (each {"step", "command", "state", "ms",
  * "message"}), "deploy" (deploy_one's result), "key" (the golden record's ledger key) and
  * "record". Returns the exit class: LM_OK published (or planned), LM_EFAIL failed,
  * LM_EINPUT bad input (err says why; *out may be NULL), LM_EREFUSED refused by a gate. */

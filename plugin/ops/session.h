@@ -16,6 +16,7 @@
 
 struct bench_vm_opts;  /* ops/bench_vm.h */
 struct validate_opts;  /* ops/validate.h */
+struct verdicts_cfg;   /* ops/verdicts.h */
 
 /* What a run hands every VM's operation. Borrowed pointers, the caller's for the whole run. */
 typedef struct {
@@ -32,6 +33,7 @@ typedef struct {
 	/* the check validate runs; for deploy, --validate-workload (NULL: not asked) */
 	const struct validate_opts *validate;
 	int require_validation;     /* deploy: the workload's "requireValidation" (the gate) */
+	const struct verdicts_cfg *verdicts; /* verdicts in registries (NULL: the local ledger only) */
 } session_opts;
 
 /* The end states; every VM ends in exactly one (README.md and the man page say what each

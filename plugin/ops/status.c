@@ -2,6 +2,7 @@
 #include "ops/status.h"
 
 #include "core/ledger.h"
+#include "ops/verdicts.h"
 
 static const char status_script[] =
     "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
@@ -22,6 +23,7 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		return LM_OK;
 	if (session_run_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
+	verdicts_consult(r, &s, o); /* the registry's verdict, when asked for and none is here */
 	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK) {
 		/* A verdict that cannot be read is no "ok": failed, saying which document. */
 		cJSON_AddStringToObject(r, "ledgerError", msg);

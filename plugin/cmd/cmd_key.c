@@ -1,0 +1,55 @@
+/* lume-metal key: the Ed25519 key pair that signs the verdicts pushed to a registry. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "core/config.h"
+#include "core/verdict.h"
+
+int
+cmd_key(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	char err[LM_ERRLEN], path[4096], dir[4096], id[VERDICT_KEYID_LEN + 1];
+	int c, json = 0, rc;
+
+	while ((c = cli_getopt(argc, argv, "key", "", opts)) != -1) {
+		if (c != 'j')
+			return EXIT_USAGE;
+		json = 1;
+	}
+	if (argc - optind < 1 || strcmp(argv[optind], "generate") != 0 || argc - optind > 2)
+		return cli_error(EXIT_USAGE, "key: takes generate [PATH]; see 'lume-metal help key'");
+	if (argc - optind == 2) {
+		if (lm_fmt(path, sizeof path, "%s", argv[optind + 1]) != 0 || path[0] == '\0')
+			return cli_error(EXIT_USAGE, "key generate: PATH is empty or too long");
+	} else {
+		/* Beside the config file that names it: $XDG_CONFIG_HOME/lume-metal/verdict-key. */
+		char *slash;
+
+		if (config_default_path(dir, sizeof dir) != 0 || (slash = strrchr(dir, '/')) == NULL)
+			return cli_error(EXIT_USAGE, "key generate: no HOME to put the key under; give PATH");
+		*slash = '\0';
+		if (lm_mkdirs(dir, err) != LM_OK)
+			return cli_fail(LM_EFAIL, err);
+		if (lm_fmt(path, sizeof path, "%s/verdict-key", dir) != 0)
+			return cli_error(EXIT_USAGE, "key generate: path too long; give PATH");
+	}
+	if ((rc = verdict_key_generate(id, path, err)) != LM_OK)
+		return cli_fail(rc, err);
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char pub[4200];
+
+		snprintf(pub, sizeof pub, "%s.pub", path);
+		cJSON_AddStringToObject(o, "private", path);
+		cJSON_AddStringToObject(o, "public", pub);
+		cJSON_AddStringToObject(o, "keyid", id);
+		cli_print_json(o);
+		cJSON_Delete(o);
+	} else
+		cli_printf("wrote %s (private, mode 0600) and %s.pub (public)\nkey id %s\n"
+		    "sign with it: signing-key=%s in the config file; trust it on every controller: trusted-key=%s.pub\n",
+		    path, path, id, path, path);
+	return EXIT_OK;
+}

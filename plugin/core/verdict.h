@@ -1,0 +1,105 @@
+/* verdict: a ledger's records as a signed statement that travels with the image. A verdict is
+ * a DSSE envelope (payloadType application/vnd.in-toto+json) over an in-toto Statement v1
+ * whose subject is the image (its repository and {"sha256": hex} of its manifest digest) and
+ * whose predicate (VERDICT_PREDICATE_TYPE) is {"key": the ledger key, "records": [...],
+ * "image": the reference, "lumeMetal": version}. Signed with Ed25519 through libcrypto over
+ * DSSE's PAE; a key's id is "sha256:" + hex of the SHA-256 of its raw 32-byte public key.
+ * Key files are PEM: the private key PKCS#8 ("BEGIN PRIVATE KEY", no passphrase, mode 0600),
+ * the public key SubjectPublicKeyInfo ("BEGIN PUBLIC KEY"), as `openssl pkey` reads them.
+ * Everything an envelope holds is untrusted: bounded, checked, and handed back only when a
+ * trusted key verified it. Never prints. */
+#ifndef LM_VERDICT_H
+#define LM_VERDICT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/util.h"
+
+#define VERDICT_ARTIFACT_TYPE "application/vnd.lume-metal.verdict.v1+json"
+#define VERDICT_ENVELOPE_TYPE "application/vnd.dsse.envelope.v1+json"
+#define VERDICT_PAYLOAD_TYPE "application/vnd.in-toto+json"
+#define VERDICT_STATEMENT_TYPE "https://in-toto.io/Statement/v1"
+#define VERDICT_PREDICATE_TYPE "https://lume-metal.dev/verdict/v1"
+#define VERDICT_KEYID_LEN 71            /* "sha256:" + 64 hex */
+#define VERDICT_ENVELOPE_MAX (256u << 10) /* bytes of an envelope read or written */
+#define VERDICT_DEPTH_MAX 16            /* JSON nesting of an envelope or a statement */
+#define VERDICT_RECORDS_MAX 16          /* records one statement may hold */
+#define VERDICT_SIGS_MAX 8              /* signatures one envelope may hold */
+#define VERDICT_TRUST_MAX 32            /* trusted keys */
+#define VERDICT_KEYFILE_MAX 16384
+
+typedef struct verdict_key verdict_key;
+
+/* Writes a new Ed25519 key pair: path (the private key, mode 0600) and path.pub (the public
+ * key, 0644), each opened O_CREAT|O_EXCL|O_NOFOLLOW, so an existing file (or a link) is never
+ * overwritten (LM_EINPUT naming it); on any failure neither is left behind. keyid gets the
+ * key's id. */
+int verdict_key_generate(char keyid[VERDICT_KEYID_LEN + 1], const char *path, char *err);
+
+/* Loads a key file: a private key (priv set; refused when group or others may read it, like
+ * ssh) or a public one (a private key file is taken for its public half). *out (caller frees
+ * with verdict_key_free). LM_EINPUT naming path and why. */
+int verdict_key_load(verdict_key **out, const char *path, int priv, char *err);
+/* The key's id, owned by k. */
+const char *verdict_key_id(const verdict_key *k);
+void verdict_key_free(verdict_key *k);
+
+/* The keys a controller trusts (owned; verdict_trust_clear frees them). */
+typedef struct {
+	verdict_key *keys[VERDICT_TRUST_MAX];
+	size_t n;
+} verdict_trust;
+
+/* Loads list: public key files separated by commas (blanks around each dropped; "~/" is
+ * $HOME/). An empty list trusts nothing. LM_EINPUT naming the file and why; nothing kept then. */
+int verdict_trust_load(verdict_trust *out, const char *list, char *err);
+void verdict_trust_clear(verdict_trust *t);
+
+/* DSSE's pre-authentication encoding into out: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP
+ * body, LEN in ASCII decimal. 0, or -1 out of memory. */
+int verdict_pae(lm_buf *out, const char *type, const void *body, size_t len);
+
+/* The Statement (caller frees) about the image name (REGISTRY/REPO) at digest ("sha256:<hex>")
+ * with predicate {"key": key, "records": records, "image": reference, "lumeMetal"} (copies).
+ * NULL when a pointer is NULL, the digest is malformed, or out of memory. */
+cJSON *verdict_statement(const char *name, const char *digest, const char *reference, const cJSON *key,
+    const cJSON *records);
+
+/* The envelope of statement signed by k, as compact JSON into *out (caller frees), *len bytes. */
+int verdict_sign(char **out, size_t *len, const cJSON *statement, const verdict_key *k, char *err);
+
+/* What an envelope turned out to be. */
+enum { VERDICT_TRUSTED, VERDICT_UNTRUSTED, VERDICT_UNSIGNED, VERDICT_BAD };
+
+typedef struct {
+	int status;       /* one of the above */
+	char signer[VERDICT_KEYID_LEN + 1]; /* the trusted key that verified it; else the keyid an
+	                                     * untrusted signature names (printable ASCII, "" none) */
+	char why[LM_ERRLEN]; /* when not trusted: why, in words */
+	cJSON *key;       /* trusted only: the predicate's ledger key (owned) */
+	cJSON *records;   /* trusted only: its records, each as ledger_record_problem wants (owned) */
+} verdict_opened;
+
+/* The status word: "trusted", "untrusted", "unsigned", "refused". */
+const char *verdict_status_name(int status);
+
+/* Opens the envelope env (len bytes) found for the image at digest: bounded (at most
+ * VERDICT_ENVELOPE_MAX bytes, VERDICT_DEPTH_MAX levels, VERDICT_SIGS_MAX signatures), its
+ * signatures checked against every key of trust over the PAE of its payload, and, when one
+ * verifies, its statement checked: the Statement v1 type, VERDICT_PREDICATE_TYPE, a subject
+ * whose sha256 is digest's, a predicate key object whose "imageDigest" is digest (strings or
+ * null, at most 16 fields) and 1..VERDICT_RECORDS_MAX records ledger_record_problem accepts.
+ * LM_OK with out->status VERDICT_TRUSTED and out->key and out->records set; otherwise
+ * LM_EREFUSED with out->status and out->why (unsigned; signed by an untrusted key, named; a
+ * signature that does not verify with the trusted key it names; anything malformed). Clear out
+ * with verdict_opened_clear either way. */
+int verdict_open(verdict_opened *out, const void *env, size_t len, const char *digest, const verdict_trust *trust);
+void verdict_opened_clear(verdict_opened *o);
+
+/* Whether the JSON text s (len bytes) nests deeper than max levels of arrays and objects
+ * (strings skipped): 1 when deeper, else 0. Cheap, before a parse. */
+int verdict_too_deep(const char *s, size_t len, int max);
+
+#endif

@@ -1,0 +1,118 @@
+# A STUB OCI registry for t-verdicts.sh: what Debian's docker-registry (distribution 2.8) lacks,
+# the referrers API of the OCI distribution spec 1.1, and hostile answers. Not a registry: it
+# keeps everything in memory, checks no blob a manifest names, and has no auth.
+#   python3 oci-stub.py ADDR PORT PIDFILE LOGFILE
+# Blobs (HEAD, GET, POST uploads/ then PUT ?digest=), manifests (HEAD, GET, PUT by tag or
+# digest; a manifest with a "subject" is answered with OCI-Subject and listed by
+# GET /v2/REPO/referrers/DIGEST[?artifactType=T], an image index). Misbehaving repositories, by
+# name, for blob GETs: org/tamper answers other bytes than the digest, org/huge 2 MiB, org/loop
+# redirects to itself; org/deepidx answers referrers nested 5000 levels. The log has one line per
+# request: METHOD PATH.
+import hashlib, json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+ADDR, PORT, PIDFILE, LOGFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+blobs, manifests, tags, referrers = {}, {}, {}, {}
+INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def sha(b):
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+class Stub(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def answer(self, code, headers=(), body=b""):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def route(self):
+        with open(LOGFILE, "a") as f:
+            f.write("%s %s\n" % (self.command, self.path))
+        u = urlparse(self.path)
+        p = u.path
+        if not p.startswith("/v2/"):
+            return self.answer(404)
+        for kind in ("/blobs/uploads/", "/blobs/", "/manifests/", "/referrers/"):
+            if kind in p:
+                repo, ref = p[4:].split(kind, 1)
+                return getattr(self, kind.strip("/").replace("blobs/uploads", "upload"))(repo, ref, parse_qs(u.query))
+        return self.answer(404)
+
+    do_GET = do_HEAD = do_PUT = do_POST = route
+
+    def upload(self, repo, ref, q):
+        if self.command == "POST":
+            return self.answer(202, [("Location", "/v2/%s/blobs/uploads/u1?_state=x" % repo)])
+        data = self.body()
+        d = q.get("digest", [""])[0]
+        if sha(data) != d:
+            return self.answer(400)
+        blobs[d] = data
+        return self.answer(201, [("Docker-Content-Digest", d)])
+
+    def blobs(self, repo, d, q):
+        if d not in blobs:
+            return self.answer(404)
+        if self.command == "GET" and repo == "org/tamper":
+            return self.answer(200, body=blobs[d] + b" ")
+        if self.command == "GET" and repo == "org/huge":
+            return self.answer(200, body=b"{" * (2 << 20))
+        if self.command == "GET" and repo == "org/loop":
+            return self.answer(302, [("Location", "http://%s:%d%s" % (ADDR, PORT, self.path))])
+        return self.answer(200, [("Docker-Content-Digest", d)], blobs[d])
+
+    def manifests(self, repo, ref, q):
+        if self.command == "PUT":
+            data = self.body()
+            d = sha(data)
+            if ref.startswith("sha256:") and ref != d:
+                return self.answer(400)
+            m = json.loads(data)
+            manifests[(repo, d)] = (data, self.headers.get("Content-Type", ""))
+            if not ref.startswith("sha256:"):
+                tags[(repo, ref)] = d
+            h = [("Docker-Content-Digest", d)]
+            if "subject" in m:
+                desc = {"mediaType": m["mediaType"], "digest": d, "size": len(data)}
+                for k in ("artifactType", "annotations"):
+                    if k in m:
+                        desc[k] = m[k]
+                referrers.setdefault((repo, m["subject"]["digest"]), []).append(desc)
+                h.append(("OCI-Subject", m["subject"]["digest"]))
+            return self.answer(201, h)
+        d = ref if ref.startswith("sha256:") else tags.get((repo, ref))
+        if (repo, d) not in manifests:
+            return self.answer(404)
+        data, ct = manifests[(repo, d)]
+        return self.answer(200, [("Docker-Content-Digest", d), ("Content-Type", ct)], data)
+
+    def referrers(self, repo, d, q):
+        if repo == "org/deepidx":
+            return self.answer(200, [("Content-Type", INDEX)], b"[" * 5000 + b"]" * 5000)
+        want = q.get("artifactType", [None])[0]
+        ms = [r for r in referrers.get((repo, d), []) if want is None or r.get("artifactType") == want]
+        h = [("Content-Type", INDEX)] + ([("OCI-Filters-Applied", "artifactType")] if want else [])
+        return self.answer(200, h, json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": ms}).encode())
+
+
+srv = ThreadingHTTPServer((ADDR, PORT), Stub)
+srv.daemon_threads = True
+with open(PIDFILE + ".tmp", "w") as f:
+    f.write("%d\n" % os.getpid())
+os.rename(PIDFILE + ".tmp", PIDFILE)
+srv.serve_forever()
