@@ -32,6 +32,9 @@ typedef struct {
 	/* the check validate runs; for deploy, --validate-workload (NULL: not asked) */
 	const struct validate_opts *validate;
 	int require_validation;     /* deploy: the workload's "requireValidation" (the gate) */
+	/* deploy --confirm-timeout and --confirm-settle (or the config file's): whole seconds, checked,
+	 * for install.sh's flags of those names; NULL: not given (the guest's own knobs, or 60 and 5) */
+	const char *confirm_timeout, *confirm_settle;
 } session_opts;
 
 /* The end states; every VM ends in exactly one (README.md and the man page say what each
