@@ -11,7 +11,7 @@ _lume_metal_flags() {
 	verify) echo "--sha256-file --json" ;;
 	probe) echo "$conn $payload --order" ;;
 	deploy) echo "$conn $payload --order --image --force --dry-run --validate-workload $validation --canary --batch
-		--max-fail --rollback-on-fail --verdicts" ;;
+		--max-fail --rollback-on-fail --verdicts --confirm-timeout --confirm-settle" ;;
 	golden) echo "$conn $payload $validation --evidence --image --pull --pull-registry --pull-organization
 		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
 	status) echo "$conn --image --order --verdicts" ;;

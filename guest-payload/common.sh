@@ -336,27 +336,51 @@ any_file() {
 	done
 	return 1
 }
-# confirm_job LABEL PLIST: after a bootstrap, waits (LUME_METAL_CONFIRM_TIMEOUT seconds, default
-# 60: llama-server creates its Metal device when it lists its backends, before the weights load,
-# so within a second or two; 60 s covers a cold start and ends within deploy's default --timeout
-# of 120 s) until launchd runs LABEL's job with a pid whose shim state says active, then watches
-# it LUME_METAL_CONFIRM_SETTLE more seconds (default 5: a server that cannot load its model
-# exits soon after its device is up), with no exit since the bootstrap throughout (runs 1, the
-# same pid, no last exit code: a KeepAlive server that exited is crashing). Sets c_pid, c_json
-# (the shim's state, or null), c_active (true, false or null); fails with c_err saying why: the
-# job exited (with the end of its stderr log), the shim stays stock there (its reason), or no
-# state within the wait (dyld dropped the shim, or no Metal device yet). A job launchd does not
-# start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
+# secs V MAX: sets n_out to V, a whole number of seconds up to MAX (leading zeros dropped);
+# fails (n_out empty) on anything else.
+secs() {
+	n_out=""
+	case $1 in '' | *[!0-9]* | ?????????*) return 1 ;; esac
+	n_v=${1#"${1%%[!0]*}"}
+	[ "${n_v:-0}" -le "$2" ] || return 1
+	n_out=${n_v:-0}
+}
+# seen_active DIR: a process of the job left a state saying the shim was active in it (the pid
+# watched or an earlier run's: install clears DIR before the bootstrap). No process.
+seen_active() {
+	for a_f in "$1"/*; do
+		[ -f "$a_f" ] || continue
+		jfile "$a_f"
+		case $j_out in *'"active":true'*) return 0 ;; esac
+	done
+	return 1
+}
+# confirm_job LABEL PLIST: after a bootstrap, waits (confirm_timeout, install.sh's
+# --confirm-timeout; else LUME_METAL_CONFIRM_TIMEOUT; else 60 seconds: llama-server creates its
+# Metal device when it lists its backends, before the weights load, so within a second or two;
+# 60 s covers a cold start and ends within deploy's default --timeout of 120 s) until launchd
+# runs LABEL's job with a pid whose shim state says active, then watches it confirm_settle
+# (--confirm-settle; else LUME_METAL_CONFIRM_SETTLE; else 5) more seconds (a server that cannot
+# load its model exits soon after its device is up), with no exit since the bootstrap throughout
+# (runs 1, the same pid, no last exit code: a KeepAlive server that exited is crashing). Sets
+# c_conf ({"timeout":N,"settle":N}, the values used), c_pid, c_json (the shim's state, or null),
+# c_active (true, false or null); fails with c_err saying why: the job exited (with the end of
+# its stderr log), the shim stays stock there (its reason), or no state within the wait (dyld
+# dropped the shim, or no Metal device yet), and c_cause: "workload" when the shim was seen
+# active in a process of the job before it exited (the workload failed on its own), else "image"
+# (the shim did not work there; an exit before any active state counts here: dyld's abort looks
+# so). A job launchd does not start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
 confirm_job() {
-	c_pid="" c_json=null c_active=null c_err=""
+	c_pid="" c_json=null c_active=null c_err="" c_cause=image
 	plist_job "$2" || { c_err="cannot read $2"; return 1; }
 	[ "$j_starts" -eq 1 ] || return 0
 	shim_dir "$1"
-	c_t=${LUME_METAL_CONFIRM_TIMEOUT:-60}
-	case $c_t in '' | *[!0-9]* | ????*) c_t=60 ;; esac
+	secs "${confirm_timeout:-${LUME_METAL_CONFIRM_TIMEOUT:-}}" 3600 || n_out=60
+	c_t=$n_out
 	c_end=$(($(date +%s) + c_t))
-	c_s=${LUME_METAL_CONFIRM_SETTLE:-5}
-	case $c_s in '' | *[!0-9]* | ????*) c_s=5 ;; esac
+	secs "${confirm_settle:-${LUME_METAL_CONFIRM_SETTLE:-}}" 600 || n_out=5
+	c_s=$n_out
+	c_conf="{\"timeout\":$c_t,\"settle\":$c_s}"
 	c_settled="" c_n=0
 	while :; do
 		# Until the shim has left a state file, launchctl (and the clock, for the wait's end) is
@@ -368,10 +392,15 @@ confirm_job() {
 			continue
 		fi
 		job_info "$1"
-		[ "$s_loaded" -eq 1 ] || { c_err="gui/$uid/$1 is no longer loaded"; return 1; }
+		if [ "$s_loaded" -ne 1 ]; then
+			if [ -n "$c_settled" ] || seen_active "$sdir"; then c_cause=workload; fi
+			c_err="gui/$uid/$1 is no longer loaded"
+			return 1
+		fi
 		[ -z "$c_settled" ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
 		[ -n "$c_settled" ] || c_pid=$s_pid
 		if [ -n "$s_exit" ] || [ "${s_runs:-0}" -gt 1 ]; then
+			if [ -n "$c_settled" ] || seen_active "$sdir"; then c_cause=workload; fi
 			c_err="$j_prog exited (${s_exit:-no exit status}, ${s_runs:-?} runs): it crashes"
 			if [ -f "$j_err" ]; then
 				c_log=$(tail -n 2 "$j_err" | tr -d '\000-\010\013-\037' | tr '\n' ' ' | cut -c1-400)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
 # install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]
+#            [--confirm-timeout SEC] [--confirm-settle SEC]
 #
 # Installs one lume-metal payload for the logged-in user of a macOS guest. It can run from any
 # copy; deploy runs `tar -xzOf FILE bin/install.sh | sh -s -- ...`. Order: check the payload's
@@ -18,16 +19,22 @@
 # type check of every entry and the unpack stay. --stock-file FILE gives the stock probe's answer
 # as recorded for this image version (deploy, from its ledger), instead of running the stock
 # probe; the shimmed probe still runs against it. Run by hand or by another tool, without these
-# flags, every check runs.
+# flags, every check runs. --confirm-timeout SEC (1..3600) and --confirm-settle SEC (0..600) are
+# step 8's wait and watch (deploy's flags of those names); given, they win over the environment's
+# LUME_METAL_CONFIRM_TIMEOUT and LUME_METAL_CONFIRM_SETTLE, which win over 60 and 5.
 #
 # Prints one JSON object on stdout:
 #   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
-#    "label":...,"plist":...,"validated":true|false,"reason":...,"stock":{probe}|null,
-#    "shimmed":{probe}|null,"process":{"pid":N,"shimActive":true|false|null,"shim":{...}|null}|null}
+#    "label":...,"plist":...,"validated":true|false,"reason":...,"cause":"image"|"workload"|null,
+#    "stock":{probe}|null,"shimmed":{probe}|null,"confirm":{"timeout":N,"settle":N}|null,
+#    "process":{"pid":N,"shimActive":true|false|null,"shim":{...}|null}|null}
 # "process" is the workload's process launchd runs after the bootstrap (its pid, and the state
-# its shim left in $LOGS/<label>.shim/<pid>): step 8 confirms it, within
-# LUME_METAL_CONFIRM_TIMEOUT seconds (default 60), and reverts when it stays stock, aborts or
-# crash-loops (confirm_job in common.sh).
+# its shim left in $LOGS/<label>.shim/<pid>): step 8 confirms it, within "confirm"'s timeout
+# (seconds), watching it "settle" seconds more, and reverts when it stays stock, aborts or
+# crash-loops (confirm_job in common.sh). "cause" says what a failure is about: "image" when the
+# shim cannot work there (the shimmed probe, the program's --check, a job where the shim was
+# never seen active), "workload" when the shim was active in the job's process and it exited or
+# crash-looped on its own; null for everything else (a full disk, the lock, launchctl).
 # Exit 0 installed or unchanged, 1 refused or failed (old state kept), 2 usage.
 set -u
 
@@ -37,6 +44,7 @@ set -u
 payload="" want="" validate=1 verified=0 stock_file=""
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false proc=null
+cause="" c_conf=null confirm_timeout="" confirm_settle=""
 work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
@@ -55,9 +63,11 @@ emit() {
 	jopt "$plist"
 	printf ',"validated":%s,"reason":' "$validated"
 	jopt "$reason"
+	printf ',"cause":'
+	jopt "$cause"
 	printf ',"cleaned":'
 	jopt "$cleaned"
-	printf ',"stock":%s,"shimmed":%s,"process":%s}\n' "$stock_json" "$shimmed_json" "$proc"
+	printf ',"stock":%s,"shimmed":%s,"confirm":%s,"process":%s}\n' "$stock_json" "$shimmed_json" "$c_conf" "$proc"
 }
 # cleanup: the work directory and the lock, in one rm.
 cleanup() {
@@ -74,7 +84,7 @@ trap 'fail "interrupted"' INT TERM HUP
 trap '' PIPE
 
 usage() {
-	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]${1:+ ($1)}"
+	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE] [--confirm-timeout SEC] [--confirm-settle SEC]${1:+ ($1)}"
 	say "$reason"
 	emit failed
 	exit 2
@@ -101,6 +111,18 @@ while [ $# -gt 0 ]; do
 	--no-validate) validate=0; shift ;;
 	--verified) verified=1; shift ;;
 	--stock-file) [ $# -ge 2 ] || usage "--stock-file needs a file"; stock_file=$2; shift 2 ;;
+	--confirm-timeout)
+		[ $# -ge 2 ] || usage "--confirm-timeout needs seconds"
+		{ secs "$2" 3600 && [ "$n_out" -ge 1 ]; } || usage "--confirm-timeout $2: not a whole number of seconds from 1 to 3600"
+		confirm_timeout=$n_out
+		shift 2
+		;;
+	--confirm-settle)
+		[ $# -ge 2 ] || usage "--confirm-settle needs seconds"
+		secs "$2" 600 || usage "--confirm-settle $2: not a whole number of seconds from 0 to 600"
+		confirm_settle=$n_out
+		shift 2
+		;;
 	-h | --help) usage ;;
 	*) usage "unknown argument: $1" ;;
 	esac
@@ -306,6 +328,8 @@ if [ "$validate" -eq 1 ]; then
 	rc=$?
 	jfile "$work/shimmed.json"
 	shimmed_json=$j_out
+	# Past the stock probe, a failure is the shim's in this image version.
+	[ "$rc" -eq 0 ] && [ "$shimmed_json" != null ] || cause=image
 	case $rc in
 	0) [ "$shimmed_json" != null ] || fail "shimmed probe printed no JSON" ;;
 	1)
@@ -333,6 +357,7 @@ fi
 plist_job "$new_plist" || { rm -f "$new_plist"; fail "cannot read $new_plist"; }
 if [ -n "$j_prog" ] && ! c_out=$("$R/bin/run-with-shim" --check "$j_prog" 2>&1 >/dev/null); then
 	rm -f "$new_plist"
+	cause=image
 	c_out=${c_out#run-with-shim: }
 	fail "the LaunchAgent's program cannot take the shim: ${c_out%%"$nl"*}"
 fi
@@ -365,7 +390,7 @@ shim_dir "$label"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
 # The process launchd runs must have the shim active and stay up; otherwise all is put back.
 if [ "$validate" -eq 1 ]; then
-	confirm_job "$label" "$plist" || fail "the workload launchd runs does not have the shim: $c_err"
+	confirm_job "$label" "$plist" || { cause=$c_cause; fail "the workload launchd runs does not have the shim: $c_err"; }
 	proc="{\"pid\":${c_pid:-null},\"shimActive\":$c_active,\"shim\":$c_json}"
 fi
 activating=0

@@ -16,7 +16,8 @@
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH, and
 # LUME_METAL_CONFIRM_SETTLE=0: install.sh does not watch the workload on after its shim is seen
-# active (tests/guest/t-confirm.sh tests that wait; --env may set it again).
+# active (tests/guest/t-confirm.sh tests that wait; --env may set it again, and deploy
+# --confirm-settle wins over it: tests/deploy/t-confirm.sh).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/tests/pidfile.sh"

@@ -33,8 +33,9 @@ source_of(setting *s, const cli_conn *c, const char *def)
 		snprintf(s->source, sizeof s->source, "%s", def);
 }
 
-/* golden's registry and organization, whose flags cli_conn does not track: flag (given here),
- * else the file's, else builtin. */
+/* A setting whose flag cli_conn does not track (golden's registry and organization; deploy's
+ * confirm-timeout and confirm-settle, never given here): flag (given here), else the file's,
+ * else builtin. */
 static void
 golden_setting(setting *s, const cli_conn *c, const char *key, const char *flag, const char *builtin)
 {
@@ -127,6 +128,9 @@ cmd_config(int argc, char **argv)
 	source_of(&v[n++], &conn, "default");
 	v[n] = (setting){"trusted-key", cli_conn_setting(&conn, "trusted-key"), ""};
 	source_of(&v[n++], &conn, "default");
+	/* install.sh's own defaults (a guest whose environment sets LUME_METAL_CONFIRM_* uses that) */
+	golden_setting(&v[n++], &conn, "confirm-timeout", NULL, "60");
+	golden_setting(&v[n++], &conn, "confirm-settle", NULL, "5");
 
 	if (conn.json) {
 		cJSON *o = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(o, "settings");
@@ -160,7 +164,7 @@ cmd_config(int argc, char **argv)
 			cli_printf("# --host %s: %s port %d%s%s\n", conn.hosts[0], t->host, t->port,
 			    t->jump ? ", ProxyJump " : "", t->jump ? t->jump : "");
 		for (int i = 0; i < n; i++)
-			cli_printf("%-14s %-40s %s\n", v[i].key, v[i].value ? v[i].value : "-", v[i].source);
+			cli_printf("%-15s %-40s %s\n", v[i].key, v[i].value ? v[i].value : "-", v[i].source);
 	}
 	rc = EXIT_OK;
 	goto done;

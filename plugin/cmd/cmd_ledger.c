@@ -72,6 +72,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
+		/* One VM's workload failed, not the image version (ledger_last skips it): said. */
+		if (strcmp(s(r, "cause"), "workload") == 0)
+			verdict = "fail:workload";
+
 		if (w->mode == 's') {
 			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
 			    s(r, "payloadSha256"), s(r, "profile"), *s(r, "signer") ? "  from the registry, signer " : "",

@@ -11,7 +11,7 @@
 
 const char *const config_keys[] = {
 	"user", "identity", "password-file", "known-hosts", "state", "parallel", "lume", "registry",
-	"organization", "verdicts", "signing-key", "trusted-key", NULL,
+	"organization", "verdicts", "signing-key", "trusted-key", "confirm-timeout", "confirm-settle", NULL,
 };
 #define NKEYS (sizeof config_keys / sizeof *config_keys - 1)
 
@@ -64,6 +64,18 @@ bad_value(const char *s, size_t n)
 	return NULL;
 }
 
+/* Whether v[0..vn) is a whole number from lo to hi. */
+static int
+whole(const char *v, size_t vn, long lo, long hi)
+{
+	long p = 0;
+	size_t i;
+
+	for (i = 0; i < vn && v[i] >= '0' && v[i] <= '9' && p <= hi; i++)
+		p = p * 10 + (v[i] - '0');
+	return i == vn && p >= lo && p <= hi;
+}
+
 /* Parses one line (s, n bytes, no newline) numbered line into c. */
 static int
 parse_line(config *c, const char *s, size_t n, int line, char *err)
@@ -101,22 +113,23 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s'; did you mean %s?", c->path, line,
 			    (int)(kn > 64 ? 64 : kn), s, best);
 		return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s' (keys: user, identity, password-file, "
-		    "known-hosts, state, parallel, lume, registry, organization, verdicts, signing-key, trusted-key)", c->path, line, (int)(kn > 64 ? 64 : kn), s);
+		    "known-hosts, state, parallel, lume, registry, organization, verdicts, signing-key, trusted-key, "
+		    "confirm-timeout, confirm-settle)", c->path, line, (int)(kn > 64 ? 64 : kn), s);
 	}
 	if (c->value[k] != NULL)
 		return lm_err(err, LM_EINPUT, "%s:%d: %s is set already, on line %d", c->path, line, config_keys[k],
 		    c->line[k]);
 	if ((why = bad_value(v, vn)) != NULL)
 		return lm_err(err, LM_EINPUT, "%s:%d: %s: %s", c->path, line, config_keys[k], why);
-	if (strcmp(config_keys[k], "parallel") == 0) {
-		long p = 0;
-		size_t i;
+	if (strcmp(config_keys[k], "parallel") == 0 && !whole(v, vn, 1, 1024))
+		return lm_err(err, LM_EINPUT, "%s:%d: parallel: '%.*s' is not a whole number from 1 to 1024",
+		    c->path, line, (int)(vn > 64 ? 64 : vn), v);
+	if (strncmp(config_keys[k], "confirm-", 8) == 0) { /* deploy's --confirm-timeout 1..3600, --confirm-settle 0..600 */
+		int wait = strcmp(config_keys[k], "confirm-timeout") == 0;
 
-		for (i = 0; i < vn && v[i] >= '0' && v[i] <= '9' && p <= 1024; i++)
-			p = p * 10 + (v[i] - '0');
-		if (i != vn || p < 1 || p > 1024)
-			return lm_err(err, LM_EINPUT, "%s:%d: parallel: '%.*s' is not a whole number from 1 to 1024",
-			    c->path, line, (int)(vn > 64 ? 64 : vn), v);
+		if (!whole(v, vn, wait, wait ? 3600 : 600))
+			return lm_err(err, LM_EINPUT, "%s:%d: %s: '%.*s' is not a whole number of seconds from %d to %d",
+			    c->path, line, config_keys[k], (int)(vn > 64 ? 64 : vn), v, wait, wait ? 3600 : 600);
 	}
 	if (strcmp(config_keys[k], "verdicts") == 0 && !(vn == 5 && memcmp(v, "local", 5) == 0) &&
 	    !(vn == 8 && memcmp(v, "registry", 8) == 0))

@@ -390,6 +390,9 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		return "\"stock\" or \"shimmed\" is neither an object nor null";
 	if ((v = get(rec, "hashes")) != NULL && !cJSON_IsObject(v))
 		return "\"hashes\" is not an object";
+	if ((v = get(rec, "cause")) != NULL && (!cJSON_IsString(v) || (strcmp(v->valuestring, "image") != 0 &&
+	    (strcmp(v->valuestring, "workload") != 0 || strcmp(kind, "deploy") != 0 || strcmp(verdict, "fail") != 0))))
+		return "\"cause\" is not \"image\", or \"workload\" in a failing deploy record";
 	return bounds(rec, 1, "", &size, why);
 }
 
@@ -696,6 +699,15 @@ kind_in(const char *k, const char *kinds)
 	return 0;
 }
 
+/* A deploy that failed for its workload's own reasons on one VM: no verdict on the version. */
+static int
+workload_failure(const cJSON *rec)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rec, "cause");
+
+	return cJSON_IsString(c) && strcmp(c->valuestring, "workload") == 0;
+}
+
 const cJSON *
 ledger_last(const cJSON *doc, const char *kind)
 {
@@ -704,7 +716,7 @@ ledger_last(const cJSON *doc, const char *kind)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind");
 
-		if (cJSON_IsString(k) && kind_in(k->valuestring, kind))
+		if (cJSON_IsString(k) && kind_in(k->valuestring, kind) && !workload_failure(r))
 			last = r;
 	}
 	return last;

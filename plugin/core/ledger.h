@@ -74,7 +74,7 @@ int ledger_add_reason(cJSON *rec, const char *reason);
  * when present, "address", "host", "controller", "payloadSha256", "profile", "workload",
  * "target", "to", "from", "command" and "evidence" strings (or null), "reasons" an array of at most
  * LEDGER_REASONS strings, "forced" a boolean, "stock" and "shimmed" objects or null, "hashes"
- * an object; no string longer than 4 KiB, no array of more than 256 items, and the bounds
+ * an object, "cause" "image" (or "workload" in a deploy record whose verdict is "fail"); no string longer than 4 KiB, no array of more than 256 items, and the bounds
  * above. why (160 bytes) may receive the text returned. */
 const char *ledger_record_problem(const cJSON *rec, char why[160]);
 
@@ -102,7 +102,9 @@ int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON 
     char *err);
 
 /* The last record of doc whose "kind" is kind, or one of kinds separated by '|'
- * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. */
+ * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. A record
+ * whose "cause" is "workload" (a deploy that failed on one VM for its workload's own reasons,
+ * the shim active there) is never the last: it is no verdict on the image version. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 
 /* Whether everything under state that the ledger reads can be read, before anything runs: state

@@ -63,6 +63,31 @@ record_process(cJSON *rec, const cJSON *proc)
 		cJSON_AddNullToObject(p, "shimActive");
 }
 
+/* What a failed install was about (install.sh's "cause"): "image" or "workload", else NULL. */
+static const char *
+cause_of(const cJSON *res)
+{
+	const char *c = str_of(res, "cause");
+
+	return strcmp(c, "image") == 0 ? "image" : strcmp(c, "workload") == 0 ? "workload" : NULL;
+}
+
+/* The confirmation's wait and watch as install.sh used them ("confirm": {"timeout": N,
+ * "settle": N}, whole seconds up to 3600), copied into o; nothing when it sent none. */
+static void
+add_confirm(cJSON *o, const cJSON *res)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(res, "confirm");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "timeout"), *s = cJSON_GetObjectItemCaseSensitive(c, "settle");
+	cJSON *n;
+
+	if (!cJSON_IsNumber(t) || !cJSON_IsNumber(s) || t->valuedouble < 0 || t->valuedouble > 3600 ||
+	    s->valuedouble < 0 || s->valuedouble > 3600 || (n = cJSON_AddObjectToObject(o, "confirm")) == NULL)
+		return;
+	cJSON_AddNumberToObject(n, "timeout", (double)(int)t->valuedouble);
+	cJSON_AddNumberToObject(n, "settle", (double)(int)s->valuedouble);
+}
+
 /* The payload is current but the ledger has no record of its install on this VM (a run that
  * was interrupted or killed after the guest activated it): the record is made from the result
  * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
@@ -219,12 +244,23 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
 		int installed = cJSON_IsString(result) && code == 0 &&
 		    (strcmp(result->valuestring, "installed") == 0 || strcmp(result->valuestring, "unchanged") == 0);
+		const char *cause = installed ? NULL : cause_of(res);
 
+		add_confirm(r, res);
+		if (cause)
+			cJSON_AddStringToObject(r, "cause", cause);
 		if (installed)
 			session_set_state(r, strcmp(result->valuestring, "unchanged") == 0 ? "unchanged" : "deployed", NULL);
-		else
-			session_set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed",
-			    cJSON_IsString(reason) ? reason->valuestring : "install.sh failed");
+		else {
+			char why[LM_ERRLEN + 128];
+
+			/* Whether the other VMs of this image version are refused now, said. */
+			snprintf(why, sizeof why, "%s%s", cJSON_IsString(reason) ? reason->valuestring : "install.sh failed",
+			    !cJSON_IsObject(stock) ? "" : cause && strcmp(cause, "workload") == 0 ? " (a workload failure on "
+			    "this VM: other VMs of this image version are not gated)" : cause ? " (an image failure: this "
+			    "image version is now recorded as failing)" : " (this image version is now recorded as failing)");
+			session_set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed", why);
+		}
 		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
 		if (cJSON_IsObject(stock)) {
 			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
@@ -233,6 +269,10 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 			if (!installed && cJSON_IsString(reason))
 				ledger_add_reason(rec, reason->valuestring);
+			/* "workload": this VM's failure; the gate and status skip it (ledger_last). */
+			if (cause)
+				cJSON_AddStringToObject(rec, "cause", cause);
+			add_confirm(rec, res);
 			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
 			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
 			    "shimmed")));

@@ -16,7 +16,8 @@
  * of it (a cut-off upload ends here, before any of it runs), install.sh run from that copy with
  * --verified (it checks the SHA-256 first), and one find that removes this run's files and
  * uploads of runs that died (never a live one: those are not 10 minutes old). $1 is the
- * payload's SHA-256. */
+ * payload's SHA-256, $3 and $4 (when not empty) install.sh's --confirm-timeout and
+ * --confirm-settle. */
 static const char driver[] =
     "echo " MARK "\n"
     "[ \"$2\" = wait ] || ! cd -P \"$R/current\" 2>/dev/null || case $PWD in */releases/\"$1\") exit 0 ;; esac\n"
@@ -24,10 +25,12 @@ static const char driver[] =
     "case $go in install | install-stock) ;; *) exit 0 ;; esac\n"
     /* the facts left it in a release, which the install may prune */
     "cd \"$HOME\" || exit 1\n"
-    "h=$1 S=\"$R/staging\"\n"
+    "h=$1 S=\"$R/staging\" ct=$3 cs=$4\n"
     "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
     "p=\"$S/.$h.tar.gz.part.$$\"\n"
     "set -- --payload \"$p\" --sha256 \"$h\" --verified\n"
+    "[ -z \"$ct\" ] || set -- \"$@\" --confirm-timeout \"$ct\"\n"
+    "[ -z \"$cs\" ] || set -- \"$@\" --confirm-settle \"$cs\"\n"
     "if [ \"$go\" = install-stock ] && IFS= read -r k && printf '%s\\n' \"$k\" >\"$p.stock\"; then\n"
     "  set -- \"$@\" --stock-file \"$p.stock\"\n"
     "fi\n"
@@ -45,11 +48,13 @@ struct deploy_exec {
 };
 
 int
-deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, guest_facts *f, char *err)
+deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, const char *confirm_timeout,
+    const char *confirm_settle, guest_facts *f, char *err)
 {
 	lm_buf script = {0}, cmd = {0};
 	deploy_exec *x;
-	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, force ? "wait" : "", NULL};
+	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, force ? "wait" : "", confirm_timeout ? confirm_timeout : "",
+	    confirm_settle ? confirm_settle : "", NULL};
 	int rc;
 
 	*out = NULL;

@@ -10,7 +10,8 @@
  * subsystem, and an unchanged rerun one exec and no payload byte. The payload's SHA-256 is the
  * argument, quoted by ssh_quote_argv; a payload cut off on the way fails in the driver (tar finds
  * the gzip stream cut, before any of it runs) or in install.sh (the SHA-256, before anything
- * moves), and the old release keeps running. */
+ * moves), and the old release keeps running. --confirm-timeout and --confirm-settle for
+ * install.sh are two more arguments (empty: not given), never pasted into the script. */
 #ifndef LM_DEPLOY_EXEC_H
 #define LM_DEPLOY_EXEC_H
 
@@ -26,8 +27,11 @@ typedef struct deploy_exec deploy_exec;
 /* Opens the channel on c for the payload sha (64 hex) and reads the guest's facts into f (on
  * failure f holds nothing and err says why). With force the driver waits for the controller's
  * word also when sha is current (else it has ended then, and only deploy_exec_skip may follow).
- * *out (caller's) ends with deploy_exec_skip or deploy_exec_install. */
-int deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, guest_facts *f, char *err);
+ * confirm_timeout and confirm_settle (whole seconds, or NULL) become install.sh's
+ * --confirm-timeout and --confirm-settle. *out (caller's) ends with deploy_exec_skip or
+ * deploy_exec_install. */
+int deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, const char *confirm_timeout,
+    const char *confirm_settle, guest_facts *f, char *err);
 /* Tells the driver there is nothing to do and closes the channel; frees x (NULL is fine). */
 void deploy_exec_skip(deploy_exec *x);
 /* Sends the payload file (a verified payload whose SHA-256 is the sha of deploy_exec_open),

@@ -130,7 +130,8 @@ session_open_exec(session_vm *s, cJSON *r, guest_target *t, const session_opts *
 	memset(s, 0, sizeof *s);
 	if ((s->c = connect_vm(r, t, o)) == NULL)
 		return LM_EFAIL;
-	if ((x ? deploy_exec_open(x, s->c, o->info->sha256, o->force, &s->f, msg) : guest_facts_read(&s->f, s->c, msg)) != LM_OK) {
+	if ((x ? deploy_exec_open(x, s->c, o->info->sha256, o->force, o->confirm_timeout, o->confirm_settle, &s->f, msg)
+	    : guest_facts_read(&s->f, s->c, msg)) != LM_OK) {
 		session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 		ssh_close(s->c);
 		s->c = NULL;

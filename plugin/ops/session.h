@@ -34,6 +34,9 @@ typedef struct {
 	const struct validate_opts *validate;
 	int require_validation;     /* deploy: the workload's "requireValidation" (the gate) */
 	const struct verdicts_cfg *verdicts; /* verdicts in registries (NULL: the local ledger only) */
+	/* deploy --confirm-timeout and --confirm-settle (or the config file's): whole seconds, checked,
+	 * for install.sh's flags of those names; NULL: not given (the guest's own knobs, or 60 and 5) */
+	const char *confirm_timeout, *confirm_settle;
 } session_opts;
 
 /* The end states; every VM ends in exactly one (README.md and the man page say what each

@@ -5,9 +5,13 @@
 # state the shim leaves for its pid, with no exit since. A job that stays stock (a hardened
 # program: dyld drops the shim; a process name the shim is not scoped to), aborts (arm64e: dyld
 # cannot insert the arm64 shim; a hardened program without disable-library-validation: library
-# validation refuses the ad-hoc signed shim), crash-loops or cannot be spawned is reverted: the old release and
-# its service are back, running with the shim, and the reason says which. The programs are
-# guest-lib.sh's fake Mach-O files; the simulated launchctl runs the workload stand-in for them.
+# validation refuses the ad-hoc signed shim), crash-loops or cannot be spawned is reverted: the old
+# release and its service are back, running with the shim, and the reason says which; "cause" says
+# whether it is the image version's ("image": the shim never seen active in the job, an exit before
+# any state included) or this workload's ("workload": it exited or crash-looped after its shim was
+# active). --confirm-timeout and --confirm-settle (deploy's) win over the environment's knobs and
+# come back in "confirm". The programs are guest-lib.sh's fake Mach-O files; the simulated
+# launchctl runs the workload stand-in for them.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
@@ -73,17 +77,25 @@ jis "the install names the pid launchd runs" "$T/a.json" .process.pid "$pid"
 jis "... with the shim active in it" "$T/a.json" .process.shimActive true
 jis "... the shim's own state: the process" "$T/a.json" .process.shim.process llama-server
 jis "... and its ceiling" "$T/a.json" .process.shim.appleFamilyMax 1009
+jis "... no cause: it passed" "$T/a.json" .cause null
+jis "... the wait it allowed (the environment's LUME_METAL_CONFIRM_TIMEOUT)" "$T/a.json" .confirm.timeout 10
+jis "... and the watch after (LUME_METAL_CONFIRM_SETTLE)" "$T/a.json" .confirm.settle 0
 alive "... that process runs" "$pid"
 check_has "install.json keeps it" "\"process\":{\"pid\":$pid,\"shimActive\":true" "$ROOT/install.json"
 check_has "the shim's state is the pid's file under the logs folder" '"active":true' "$HOME/Library/Logs/lume-metal/$SD/$pid"
 
-# reverted NAME PAYLOAD-NAME REASON-ERE: installing it fails with REASON, and all is as before:
-# release a current, its service running (a live pid) with the shim active.
+# reverted NAME PAYLOAD-NAME REASON-ERE CAUSE [install options]: installing it fails with REASON
+# and CAUSE, and all is as before: release a current, its service running (a live pid) with the
+# shim active.
 reverted() {
+	r_n=$1 r_p=$2 r_re=$3 r_c=$4
+	shift 4
 	snapshot --no-pid >"$T/before"
-	install "$T/o.json" "$T/$2.tar.gz" "$SHA"
+	install "$T/o.json" "$T/$r_p.tar.gz" "$SHA" "$@"
+	set -- "$r_n" "$r_p" "$r_re" "$r_c"
 	rc_is "$1: install exits 1" 1
 	jis "$1: failed" "$T/o.json" .result failed
+	jis "$1: cause $4" "$T/o.json" .cause "$4"
 	jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
 	check_grep "$1: the reason" "$3" "$T/reason"
 	same "$1: links, releases, LaunchAgent and service as before" "$T/before" --no-pid
@@ -97,23 +109,25 @@ runs() {
 	check_grep "$1" "LD_PRELOAD => $ROOT/releases/$2/lib" "$T/p"
 }
 
+# Each of these is the image version's: the shim never showed active in the job. A crash loop
+# that leaves no shim state (the script creates no Metal device) is the ambiguous case: an exit
+# before any state is what dyld's abort looks like, so it counts as the image's too.
 wl crash "$P/crash" crash
-reverted "a crash loop" crash "^the workload launchd runs does not have the shim: $P/crash exited \\(last exit code 3, [0-9]+ runs\\): it crashes; its stderr log ends: .*llama-server: cannot load the model"
+reverted "a crash loop" crash "^the workload launchd runs does not have the shim: $P/crash exited \\(last exit code 3, [0-9]+ runs\\): it crashes; its stderr log ends: .*llama-server: cannot load the model" image
 wl arm64e "$P/arm64e" arm64e "$DYLD"
-reverted "an arm64e program (dyld aborts it)" arm64e "^the workload launchd runs does not have the shim: $P/arm64e exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$T/shim.dylib' could not be loaded: .*have 'arm64', need 'arm64e'"
+reverted "an arm64e program (dyld aborts it)" arm64e "^the workload launchd runs does not have the shim: $P/arm64e exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$T/shim.dylib' could not be loaded: .*have 'arm64', need 'arm64e'" image
 wl hardened "$P/hardened" hardened "$DYLD"
-LUME_METAL_CONFIRM_TIMEOUT=2
-reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s"
-LUME_METAL_CONFIRM_TIMEOUT=10
+reverted "a hardened program (dyld drops the shim)" hardened "^the workload launchd runs does not have the shim: no shim state from $P/hardened \\(pid [0-9]+, state running\\) within 2 s" image --confirm-timeout 2
+jis "... --confirm-timeout 2 won over the environment's 10" "$T/o.json" .confirm.timeout 2
 # allow-dyld-environment-variables alone: library validation refuses the ad-hoc signed shim (no
 # LC_UUID in this one: dyld's zeros) and dyld aborts the process (install keeps 400 characters
 # of its log).
 wl hardened-dyld "$P/hardened-dyld" hardened-dyld "$DYLD"
-reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '"
+reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '" image
 wl named /opt/homebrew/bin/llama-server ollama
-reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$"
+reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$" image
 wl missing "$T/no-such-server" missing
-reverted "a program that does not exist (launchd: EX_CONFIG)" missing "exited \\(last exit code 78: EX_CONFIG, [0-9]+ runs\\)"
+reverted "a program that does not exist (launchd: EX_CONFIG)" missing "exited \\(last exit code 78: EX_CONFIG, [0-9]+ runs\\)" image
 
 # Before anything live changes, install checks the LaunchAgent's program with run-with-shim
 # --check: on macOS (a macos payload, its arm64 shim; uname says Darwin here) an arm64e or a
@@ -150,8 +164,43 @@ LUME_METAL_CONFIRM_SETTLE=2 install "$T/o.json" "$T/settle.tar.gz" "$SHA"
 rc_is "an exit after the shim is active: install exits 1" 1
 jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
 check_grep "... the reason: it exited, with its log" "^the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\): it crashes; its stderr log ends: .*SIMULATED: failed to load the model" "$T/reason"
+jis "... the workload's failure, not the image's: its shim was active" "$T/o.json" .cause workload
+jis "... the shim active in the pid it watched" "$T/o.json" .process.shimActive true
+jis "... the environment's settle used" "$T/o.json" .confirm.settle 2
 same "... links, releases, LaunchAgent and service as before" "$T/before" --no-pid
 alive "... the old service runs again" "$(svc pid)"
+
+# A server that exits at once after its device is up crash-loops with the shim active: its
+# processes' state says so even when install never saw one of them running (a workload cause).
+wl_json loop /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1","LM_SIM_WORKLOAD_EXIT_AFTER":"0"}'
+payload "$T/loop.tar.gz" --workload "$T/wl/loop.json"
+reverted "a crash loop with the shim active" loop "^the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\): it crashes" workload --confirm-settle 2
+
+# --confirm-settle decides how long install watches: a server that exits 3 s after its device is
+# up passes a settle of 0 (the environment's here) and is caught by --confirm-settle 10, which
+# wins over the environment (install fails as soon as it sees the exit, not after 10 s).
+wl_json late /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1","LM_SIM_WORKLOAD_EXIT_AFTER":"3"}'
+payload "$T/late.tar.gz" --workload "$T/wl/late.json"
+LATE=$SHA
+reverted "exits 3 s after its device, --confirm-settle 10" late "^the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited .*SIMULATED: failed to load the model" workload --confirm-settle 10
+jis "... the settle it used: the flag's" "$T/o.json" .confirm.settle 10
+install "$T/o.json" "$T/late.tar.gz" "$LATE"
+rc_is "... the same with the environment's settle of 0: installed" 0
+jis "... the settle it used" "$T/o.json" .confirm.settle 0
+install "$T/o.json" "$T/a.tar.gz" "$A"
+rc_is "... and back to release a" 0
+
+# Bad values are usage errors (exit 2) naming them, before anything changes.
+for c in "--confirm-timeout 0" "--confirm-timeout 3601" "--confirm-timeout 1x" "--confirm-settle 601" \
+	"--confirm-settle -1" "--confirm-settle"; do
+	snapshot >"$T/before"
+	# shellcheck disable=SC2086 # the flag and its value are two words
+	install "$T/o.json" "$T/a.tar.gz" "$A" $c
+	rc_is "$c: exit 2" 2
+	jget "$T/o.json" .reason >"$T/reason" || : >"$T/reason"
+	check_grep "... the reason names it" "^usage: install.sh .*\\($c(: not a whole number| needs seconds)" "$T/reason"
+	same "... nothing changed" "$T/before"
+done
 
 # An arm64 program with the shim inserted: dyld loads it, the shim is active in the process.
 wl arm64 "$P/arm64" arm64 "$DYLD"

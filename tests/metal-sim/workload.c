@@ -7,8 +7,8 @@
  * /opt/homebrew/bin/llama-server (tests/guest-sim/bin/launchctl, LUME_METAL_SIM_ROOT), and the
  * simulated launchctl runs it, under the program's own name, for a fake Mach-O program.
  * LM_SIM_WORKLOAD_EXIT=N (set by a test's workload, in its LaunchAgent's EnvironmentVariables)
- * makes it fail as a server whose model does not load: 0.3 s after the device is up it says so
- * and exits N.
+ * makes it fail as a server whose model does not load: 0.3 s after the device is up (or
+ * LM_SIM_WORKLOAD_EXIT_AFTER seconds, a decimal from 0 to 60) it says so and exits N.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -42,8 +42,13 @@ int main(int argc, char **argv)
 	    dev != nil ? "the Metal device is up; serving until SIGTERM" : "no Metal device");
 	fflush(stderr);
 	if (getenv("LM_SIM_WORKLOAD_EXIT") != NULL) {
-		struct timespec ts = {0, 300000000L};
+		const char *after = getenv("LM_SIM_WORKLOAD_EXIT_AFTER");
+		double sec = after ? strtod(after, NULL) : 0.3;
+		struct timespec ts;
 
+		sec = sec >= 0 && sec <= 60 ? sec : 0.3;
+		ts.tv_sec = (time_t)sec;
+		ts.tv_nsec = (long)((sec - (double)ts.tv_sec) * 1e9);
 		nanosleep(&ts, NULL);
 		fprintf(stderr, "%s: SIMULATED: failed to load the model\n", argv[0]);
 		return atoi(getenv("LM_SIM_WORKLOAD_EXIT"));

@@ -80,6 +80,14 @@ main(void)
 	bad("parallel=lots\n", want, "a bad number");
 	bad("parallel=0\n", "not a whole number from 1 to 1024", "parallel 0");
 	bad("parallel=99999999999999999999\n", "not a whole number from 1 to 1024", "a parallel past long's range");
+	UNIT_OK(load(&c, "confirm-timeout=0300\nconfirm-settle=0\n", err) == LM_OK &&
+	    strcmp(config_get(c, "confirm-timeout", NULL), "0300") == 0 && strcmp(config_get(c, "confirm-settle", NULL), "0") == 0,
+	    "deploy's confirm-timeout and confirm-settle");
+	config_free(c);
+	snprintf(want, sizeof want, "%s:1: confirm-timeout: '0' is not a whole number of seconds from 1 to 3600", file);
+	bad("confirm-timeout=0\n", want, "a confirm-timeout of 0");
+	bad("confirm-settle=601\n", ":1: confirm-settle: '601' is not a whole number of seconds from 0 to 600",
+	    "a confirm-settle past 600");
 	snprintf(want, sizeof want, "%s:2: user is set already, on line 1", file);
 	bad("user=a\nuser=b\n", want, "a key twice");
 	bad("user=\n", ":1: user: an empty value", "an empty value");

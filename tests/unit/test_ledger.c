@@ -210,6 +210,12 @@ test_merge_shapes(const char *a, const char *c, const char *path)
 		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\","
 		    "\"stock\":{\"a\":[[[[[[[[1]]]]]]]]}}", "deeper than"},
 		{"\"not a record\"", "not an object"},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"cause\":\"vm\"}",
+		    "\"cause\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"pass\",\"time\":\"2026-01-01T00:00:00Z\",\"cause\":\"workload\"}",
+		    "\"cause\""},
+		{"{\"kind\":\"golden\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"cause\":\"workload\"}",
+		    "\"cause\""},
 	};
 	char err[LM_ERRLEN], recs[4096];
 	ledger_merge_counts n;
@@ -496,6 +502,16 @@ test_last_kinds(void)
 	UNIT_OK(b && cJSON_GetObjectItem(b, "n")->valueint == 1, "deploy alone: not deployx");
 	UNIT_OK(c && cJSON_GetObjectItem(c, "n")->valueint == 2 && ledger_last(doc, "dep|old") == NULL,
 	    "whole kinds only: not gold, not a prefix");
+	cJSON_Delete(doc);
+	/* A deploy that failed for its workload on one VM is no verdict on the image version. */
+	doc = cJSON_Parse("{\"records\":[{\"kind\":\"deploy\",\"verdict\":\"pass\",\"n\":1},{\"kind\":\"deploy\","
+	    "\"verdict\":\"fail\",\"cause\":\"workload\",\"n\":2},{\"kind\":\"validate\",\"n\":3}]}");
+	a = ledger_last(doc, "deploy|golden");
+	UNIT_OK(a && cJSON_GetObjectItem(a, "n")->valueint == 1, "a workload failure is skipped: the pass before it");
+	cJSON_AddItemToArray(cJSON_GetObjectItem(doc, "records"), cJSON_Parse("{\"kind\":\"deploy\",\"verdict\":"
+	    "\"fail\",\"cause\":\"image\",\"n\":4}"));
+	a = ledger_last(doc, "deploy");
+	UNIT_OK(a && cJSON_GetObjectItem(a, "n")->valueint == 4, "an image failure is the last");
 	cJSON_Delete(doc);
 }
 
