@@ -298,6 +298,29 @@ last_words(char out[201], const lm_buf *b)
 	return out;
 }
 
+/* The last line of b the shim wrote ("[lume-metal] ..."), without that prefix, printable, at most
+ * 200 bytes; 1 when there is one ("" and 0 otherwise). */
+static int
+shim_said(char out[201], const lm_buf *b)
+{
+	static const char tag[] = "[lume-metal] ";
+	const char *p = b->data ? b->data : "", *end = p + b->len, *best = NULL;
+	size_t bn = 0, k = 0;
+
+	while (p < end) {
+		const char *line = p;
+		size_t n;
+
+		p = next_line(p, end, &n);
+		if (n > sizeof tag - 1 && memcmp(line, tag, sizeof tag - 1) == 0)
+			best = line + sizeof tag - 1, bn = n - (sizeof tag - 1);
+	}
+	for (size_t i = 0; best && i < bn && k < 200; i++)
+		out[k++] = (unsigned char)best[i] >= 0x20 && (unsigned char)best[i] < 0x7f ? best[i] : '?';
+	out[k] = '\0';
+	return best != NULL;
+}
+
 /* The end of b, at most VALIDATE_EVIDENCE_MAX bytes, for the evidence. */
 static evidence_file
 tail_file(const char *name, const lm_buf *b)
@@ -485,11 +508,18 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	/* The comparison proves something only when the arms took different kernels. */
 	shim_ok = mh.simdgroup_mm == BENCH_YES && ms.simdgroup_mm == BENCH_NO;
 	if (shim.code == 0 && !shim_ok) {
-		cJSON_AddItemToArray(reasons, cJSON_CreateString(mh.simdgroup_mm != BENCH_YES
-		    ? "the shim arm did not take the simdgroup paths (ggml_metal_device_init: simdgroup matrix mul. "
-		      "is not true): nothing was compared"
-		    : "the stock arm took the simdgroup paths too (simdgroup matrix mul. is not false): the arms ran the "
-		      "same kernels"));
+		if (mh.simdgroup_mm != BENCH_YES) {
+			char said[201];
+			int spoke = shim_said(said, &shim.err);
+
+			/* why the shim arm stayed stock, in the shim's own words when it said any */
+			snprintf(msg, sizeof msg, "the shim arm did not take the simdgroup paths (ggml_metal_device_init: "
+			    "simdgroup matrix mul. is not true): nothing was compared; %s%s", spoke ? "the shim said: " : "",
+			    spoke ? said : "the shim said nothing (it was not loaded into the process, or not scoped to its name)");
+			cJSON_AddItemToArray(reasons, cJSON_CreateString(msg));
+		} else
+			cJSON_AddItemToArray(reasons, cJSON_CreateString("the stock arm took the simdgroup paths too "
+			    "(simdgroup matrix mul. is not false): the arms ran the same kernels"));
 		pass = 0;
 	}
 	add_num(val, "pplRatio", st.ppl_ratio);

@@ -67,6 +67,8 @@ check "... recorded" test "$(records)" -eq $((nrec + 2))
 printf '#!/bin/sh\nexec llama-perplexity "$@"\n' >"$G/ppl-wrapper" && chmod +x "$G/ppl-wrapper"
 check_rc "a shim arm that took the stock path fails (KLD 0 proves nothing)" 1 V --llama-perplexity "$G/ppl-wrapper"
 check_grep "... saying nothing was compared" 'did not take the simdgroup paths' "$T/.out"
+check_grep "... and that the shim said nothing (it is not scoped to ppl-wrapper's child)" \
+	'nothing was compared; the shim said nothing \(it was not loaded into the process, or not scoped to its name\)' "$T/.out"
 # A shim that fails closed in the shim arm: this payload's shim.env sets
 # LUME_METAL_APPLE_FAMILY_MAX=1000, out of range (the shim takes 1001..1999), so the shim leaves
 # llama-perplexity stock; the arms run the same kernels and agree exactly (KLD 0), which proves
@@ -91,6 +93,8 @@ check_rc "a shim that fails closed in the shim arm (LUME_METAL_APPLE_FAMILY_MAX=
 check_grep "... validation-failed: nothing was compared" '"state":"validation-failed".*"reasons":\["the shim arm did not take the simdgroup paths' "$T/.out"
 check_grep "... the shim arm's device is the stock one, Apple5 without simdgroup matrix" \
 	'"shimMetal":\{[^}]*"apple_family":1005[^}]*"simdgroup_matrix_mul":false' "$T/.out"
+check_grep "... naming why, in the shim's own words" \
+	'"reasons":\["the shim arm did not take the simdgroup paths \(ggml_metal_device_init: simdgroup matrix mul\. is not true\): nothing was compared; the shim said: llama-perplexity stays stock: LUME_METAL_APPLE_FAMILY_MAX=\\"1000\\" is out of range 1001\.\.1999"' "$T/.out"
 check_grep "... and the arms agree exactly: mean KLD 0, same top token 100%" '"meanKld":0,.*"sameTopPercent":100[,}]' "$T/.out"
 check_has "... the shim's own reason is in the shim arm's stderr (the evidence)" \
 	'[lume-metal] llama-perplexity stays stock: LUME_METAL_APPLE_FAMILY_MAX="1000" is out of range 1001..1999' "$T/ev-closed/shim.stderr"
@@ -151,6 +155,8 @@ check_rc "a profile whose ceiling is Apple6 (the shim active, no Apple7) fails" 
 check_grep "... validation-failed: nothing was compared" '"state":"validation-failed".*"reasons":\["the shim arm did not take the simdgroup paths' "$T/.out"
 check_grep "... the shim arm's device is Apple6, without simdgroup matrix" \
 	'"shimMetal":\{[^}]*"apple_family":1006[^}]*"simdgroup_matrix_mul":false' "$T/.out"
+check_grep "... naming why: the shim was active with the ceiling Apple6" \
+	'nothing was compared; the shim said: active in llama-perplexity \(AppleParavirtDevice\): appleFamilyMax=1006 ' "$T/.out"
 guest tahoe-w 127.0.0.14 || exit 1
 W=$T/g/tahoe-w/home
 cp "$G/model.gguf" "$W/model.gguf"
