@@ -94,6 +94,11 @@ build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 
+# The delay proxy bench-fleet --rtt puts between the controller and the guests (no netem).
+build/netdelay: scripts/bench-fleet.d/netdelay.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $<
+
 -include shim/shim.mk
 
 lint:
@@ -103,7 +108,7 @@ lint:
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
-	shellcheck -s sh tests/install/*.sh
+	shellcheck -s sh tests/install/*.sh tests/bench/*.sh
 	shellcheck -s bash completions/lume-metal.bash
 
 # What the tests need is built with one job per core; then the tests run.
@@ -112,7 +117,7 @@ test: deps-test
 	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
 
-test-build: all build/asan/lume-metal $(UNIT_BIN) shim-test-build lint
+test-build: all build/asan/lume-metal build/netdelay $(UNIT_BIN) shim-test-build lint
 
 # The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
 # device (GCC's libobjc); not the Mach-O cross-build (zig).
