@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC1091,SC2016 # the sourced lib; single-quoted $ is for awk and the deferred cleanup
 # The delay proxy bench-fleet --rtt uses (scripts/bench-fleet.d/netdelay.c): bytes arrive intact
 # and in order both ways, a round trip takes at least twice the one-way delay, a bandwidth cap
 # holds a transfer back, and its log counts the turns (client spoke, then the target answered).
