@@ -31,6 +31,11 @@ struct ssh_conn {
 	const ssh_opts *o;
 	char where[300]; /* user@host:port, for messages */
 	unsigned execs;  /* channels opened: exec, SFTP, SCP */
+	/* Round trips (ssh.h): turns so far, and at the first channel's opening; whether bytes went
+	 * out since the last turn (a send that asks for no answer is muted), and whether the last
+	 * read found nothing (what comes next was waited for). */
+	unsigned turns, turns_hs;
+	int sent, starved, mute;
 };
 
 /* Set when this thread's connection ran out of file descriptors (see ssh_nofds_take). */
@@ -70,6 +75,48 @@ sess_err(ssh_conn *c)
 
 	libssh2_session_last_error(c->s, &msg, NULL, 0);
 	return msg ? msg : "unknown error";
+}
+
+/* libssh2's socket I/O, counting the turns (ssh.h): data read after a read that found nothing,
+ * with bytes sent since the last turn, starts a turn. */
+static LIBSSH2_SEND_FUNC(count_send)
+{
+	ssh_conn *c = *abstract;
+	ssize_t n = send(socket, buffer, length, flags);
+
+	if (n < 0)
+		return -errno;
+	if (n > 0 && !c->mute) {
+		c->sent = 1;
+		c->starved = 0;
+	}
+	return n;
+}
+
+static LIBSSH2_RECV_FUNC(count_recv)
+{
+	ssh_conn *c = *abstract;
+	ssize_t n = recv(socket, buffer, length, flags);
+
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			c->starved = 1;
+		return -errno;
+	}
+	if (n > 0 && c->sent && c->starved) {
+		c->turns++;
+		c->sent = 0;
+	}
+	c->starved = 0;
+	return n;
+}
+
+/* A channel opened: the first one ends the handshake's turns. */
+static void
+chan_opened(ssh_conn *c)
+{
+	if (c->execs++ == 0)
+		c->turns_hs = c->turns;
 }
 
 /* Non-blocking connect to each address in turn, within the deadline. */
@@ -116,6 +163,7 @@ tcp_connect(ssh_conn *c, int *why, char *err)
 			if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) {
 				fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 				c->fd = fd;
+				c->turns = 1; /* SYN out, SYN-ACK (and the guest's banner) back */
 				freeaddrinfo(res);
 				return LM_OK;
 			}
@@ -786,11 +834,13 @@ session_handshake(ssh_conn *c, int *why_out, char *err)
 	int why = SSH_PROTOCOL, rc, r = 0, agent = 0, keys = 0;
 	char *methods, locked[4096] = "", loose[4096] = "";
 
-	if ((c->s = libssh2_session_init()) == NULL) {
+	if ((c->s = libssh2_session_init_ex(NULL, NULL, NULL, c)) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
 		goto fail;
 	}
 	libssh2_session_set_blocking(c->s, 1);
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND, (void *)count_send);
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_RECV, (void *)count_recv);
 	prefer_hostkeys(c->s);
 	if (!time_left(c) || (r = libssh2_session_handshake(c->s, c->fd)) != 0) {
 		why = !time_left(c) || r == LIBSSH2_ERROR_TIMEOUT ? SSH_TIMEOUT : SSH_PROTOCOL;
@@ -956,6 +1006,13 @@ ssh_exec_count(const ssh_conn *c)
 	return c->execs;
 }
 
+void
+ssh_round_trips(const ssh_conn *c, unsigned *total, unsigned *after_handshake)
+{
+	*total = c->turns;
+	*after_handshake = c->execs ? c->turns - c->turns_hs : 0;
+}
+
 struct _LIBSSH2_SESSION *
 ssh_session(ssh_conn *c)
 {
@@ -1037,7 +1094,7 @@ ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err)
 		ssh_chan_free(h);
 		return LM_EFAIL;
 	}
-	c->execs++;
+	chan_opened(c);
 	if (libssh2_channel_exec(h->ch, cmd) != 0) {
 		lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
 		ssh_chan_free(h);
@@ -1187,10 +1244,16 @@ ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err)
 
 	memset(r, 0, sizeof *r);
 	r->exit_code = -1;
+	/* The EOF asks nothing: what comes after it is the command's own answer. */
+	c->mute = 1;
 	libssh2_channel_send_eof(h->ch);
+	c->mute = 0;
 	if ((rc = chan_pump(h, NULL, err)) != LM_OK)
 		goto done;
-	if (libssh2_channel_close(h->ch) != 0 || libssh2_channel_wait_closed(h->ch) != 0) {
+	c->mute = 1; /* nor does the close: the guest closes once its command has ended */
+	rc = libssh2_channel_close(h->ch);
+	c->mute = 0;
+	if (rc != 0 || libssh2_channel_wait_closed(h->ch) != 0) {
 		rc = lm_err(err, LM_EFAIL, "%s: the channel did not close cleanly: %s", c->where, sess_err(c));
 		goto done;
 	}
@@ -1266,7 +1329,7 @@ ssh_upload(ssh_conn *c, const char *local, const char *dir, const char *name, ui
 		rc = lm_err(err, LM_EFAIL, "%s: cannot start SFTP: %s", c->where, time_left(c) ? sess_err(c) : "timed out");
 		goto done;
 	}
-	c->execs++;
+	chan_opened(c);
 	if (!time_left(c) || sftp_mkdirs(sftp, dir, (unsigned)strlen(dir)) != 0) {
 		rc = lm_err(err, LM_EFAIL, "%s: cannot create the directory %s (SFTP error %lu)", c->where, dir,
 		    libssh2_sftp_last_error(sftp));
@@ -1354,7 +1417,7 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 		    time_left(c) ? sess_err(c) : "timed out");
 		goto done;
 	}
-	c->execs++;
+	chan_opened(c);
 	while ((n = read(fd, buf, UPLOAD_CHUNK)) > 0)
 		for (ssize_t off = 0; off < n; off += w) {
 			if (!time_left(c) || (w = libssh2_channel_write(ch, buf + off, (size_t)(n - off))) < 0) {

@@ -87,6 +87,12 @@ void ssh_close(ssh_conn *c);
 
 /* Channels opened so far (exec, SFTP, SCP): the round trips of exec a run cost. */
 unsigned ssh_exec_count(const ssh_conn *c);
+/* Round trips (turns) so far: a turn is the controller having sent bytes that ask for an answer
+ * and then waited for the guest's (a read found nothing, then the guest's bytes came); an EOF or
+ * a channel close asks nothing. total counts the TCP connect as one when this process made it
+ * (not over a relay), and the SSH handshake: key exchange, authentication and the opening of
+ * the first channel; after_handshake what came after that opening (0 before any channel). */
+void ssh_round_trips(const ssh_conn *c, unsigned *total, unsigned *after_handshake);
 /* For the relay, which drives a host's session itself: the libssh2 session, its socket, and
  * "user@host:port" for messages. */
 struct _LIBSSH2_SESSION *ssh_session(ssh_conn *c);

@@ -148,12 +148,21 @@ session_open(session_vm *s, cJSON *r, guest_target *t, const session_opts *o)
 	return session_open_exec(s, r, t, o, NULL);
 }
 
-/* Ends the session; r gets "sshExecs", the channels the operation opened. */
+/* Ends the session; r gets "sshExecs", the channels the operation opened, and "roundTrips"
+ * (ssh_round_trips). */
 void
 session_close(session_vm *s, cJSON *r)
 {
 	if (s->c && r && !cJSON_HasObjectItem(r, "sshExecs"))
 		cJSON_AddNumberToObject(r, "sshExecs", ssh_exec_count(s->c));
+	if (s->c && r && !cJSON_HasObjectItem(r, "roundTrips")) {
+		unsigned total, after;
+		cJSON *rt = cJSON_AddObjectToObject(r, "roundTrips");
+
+		ssh_round_trips(s->c, &total, &after);
+		cJSON_AddNumberToObject(rt, "total", total);
+		cJSON_AddNumberToObject(rt, "afterHandshake", after);
+	}
 	cJSON_Delete(s->key);
 	guest_facts_clear(&s->f);
 	ssh_close(s->c);

@@ -75,7 +75,8 @@ int session_open(session_vm *s, cJSON *r, guest_target *t, const session_opts *o
 /* The same on the one exec of a deploy (deploy_exec.h) for o->info's payload, which *x then
  * holds open (the caller's: deploy_exec_skip or deploy_exec_install). */
 int session_open_exec(session_vm *s, cJSON *r, guest_target *t, const session_opts *o, deploy_exec **x);
-/* Ends the session; r (may be NULL) gets "sshExecs", the channels the operation opened. */
+/* Ends the session; r (may be NULL) gets "sshExecs", the channels the operation opened, and
+ * "roundTrips" {"total","afterHandshake"} (ssh_round_trips). */
 void session_close(session_vm *s, cJSON *r);
 
 /* Runs one of the fixed scripts that take the guest's lume-metal folder (GUEST_ROOT) as $1 and

@@ -82,6 +82,12 @@ ssh_exec_count(const ssh_conn *c)
 	return c->execs;
 }
 
+void
+ssh_round_trips(const ssh_conn *c, unsigned *total, unsigned *after_handshake)
+{
+	*total = *after_handshake = c->execs;
+}
+
 struct _LIBSSH2_SESSION *
 ssh_session(ssh_conn *c)
 {
