@@ -16,7 +16,8 @@
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
 # The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH, and
 # LUME_METAL_CONFIRM_SETTLE=0: install.sh does not watch the workload on after its shim is seen
-# active (tests/guest/t-confirm.sh tests that wait; --env may set it again, and deploy
+# active (tests/guest/t-confirm.sh tests that wait; --env may set it again (sshd takes a
+# variable's first SetEnv value: --env comes first), and deploy
 # --confirm-settle wins over it: tests/deploy/t-confirm.sh).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +78,7 @@ UsePAM no
 StrictModes no
 PermitRootLogin yes
 AllowTcpForwarding yes
-SetEnv "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin LUME_METAL_CONFIRM_SETTLE=0$env
+SetEnv$env "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin LUME_METAL_CONFIRM_SETTLE=0
 Subsystem sftp $sftp
 LogLevel $loglevel
 MaxStartups 100
