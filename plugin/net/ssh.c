@@ -1168,6 +1168,14 @@ done:
 	return rc;
 }
 
+void
+ssh_chan_send_eof(ssh_chan *h)
+{
+	if (!h->eof_sent)
+		libssh2_channel_send_eof(h->ch);
+	h->eof_sent = 1;
+}
+
 int
 ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err)
 {
@@ -1187,7 +1195,7 @@ ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err)
 
 	memset(r, 0, sizeof *r);
 	r->exit_code = -1;
-	libssh2_channel_send_eof(h->ch);
+	ssh_chan_send_eof(h);
 	if ((rc = chan_pump(h, NULL, err)) != LM_OK)
 		goto done;
 	if (libssh2_channel_close(h->ch) != 0 || libssh2_channel_wait_closed(h->ch) != 0) {
