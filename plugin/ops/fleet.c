@@ -56,7 +56,7 @@ typedef struct {
 
 typedef struct {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;           /* the watcher's queue changed, or a place in it freed */
+	pthread_cond_t cv;           /* the watcher's queue changed, or the pool ended */
 	later_vm *q;                 /* the watcher's queue, by `at`; capacity hold */
 	size_t nq, held, hold;       /* queued; deferred and not settled yet; how many may be */
 	int pool_done;               /* the wave's pool has ended: the watcher drains and ends */
