@@ -362,7 +362,9 @@ seen_active() {
 # runs LABEL's job with a pid whose shim state says active, then watches it confirm_settle
 # (--confirm-settle; else LUME_METAL_CONFIRM_SETTLE; else 5) more seconds (a server that cannot
 # load its model exits soon after its device is up), with no exit since the bootstrap throughout
-# (runs 1, the same pid, no last exit code: a KeepAlive server that exited is crashing). Sets
+# (runs 1, the same pid, no last exit code: a KeepAlive server that exited is crashing). With
+# mark_settle 1 (install.sh --mark-settle) and a settle, the watch's start is said on stdout:
+# "lume-metal:settle N" and "lume-metal:settling", two lines. Sets
 # c_conf ({"timeout":N,"settle":N}, the values used), c_pid, c_json (the shim's state, or null),
 # c_active (true, false or null); fails with c_err saying why: the job exited (with the end of
 # its stderr log), the shim stays stock there (its reason), or no state within the wait (dyld
@@ -414,7 +416,13 @@ confirm_job() {
 			case $ss_active in
 			true)
 				c_active=true
-				[ -n "$c_settled" ] || c_settled=$(($(date +%s) + c_s))
+				if [ -z "$c_settled" ]; then
+					c_settled=$(($(date +%s) + c_s))
+					# install.sh --mark-settle: the controller may go on meanwhile (the answer waits
+					# in the channel); two lines, the settle's seconds and the mark.
+					[ "${mark_settle:-0}" -eq 0 ] || [ "$c_s" -eq 0 ] ||
+						printf 'lume-metal:settle %s\nlume-metal:settling\n' "$c_s"
+				fi
 				[ "$(date +%s)" -lt "$c_settled" ] || return 0
 				sleep 0.2
 				continue

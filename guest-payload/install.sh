@@ -1,7 +1,7 @@
 #!/bin/sh
 # shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
 # install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]
-#            [--confirm-timeout SEC] [--confirm-settle SEC]
+#            [--confirm-timeout SEC] [--confirm-settle SEC] [--mark-settle]
 #
 # Installs one lume-metal payload for the logged-in user of a macOS guest. It can run from any
 # copy; deploy runs `tar -xzOf FILE bin/install.sh | sh -s -- ...`. Order: check the payload's
@@ -22,6 +22,10 @@
 # flags, every check runs. --confirm-timeout SEC (1..3600) and --confirm-settle SEC (0..600) are
 # step 8's wait and watch (deploy's flags of those names); given, they win over the environment's
 # LUME_METAL_CONFIRM_TIMEOUT and LUME_METAL_CONFIRM_SETTLE, which win over 60 and 5.
+# --mark-settle (deploy's driver) prints two lines on stdout before the JSON once the shim is
+# active in the workload and the settle (when not 0) begins: "lume-metal:settle N" and
+# "lume-metal:settling"; the controller then goes on with other VMs and reads the answer when the
+# settle is over. The JSON stays the last line, and nothing else changes.
 #
 # Prints one JSON object on stdout:
 #   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
@@ -44,7 +48,7 @@ set -u
 payload="" want="" validate=1 verified=0 stock_file=""
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false proc=null
-cause="" c_conf=null confirm_timeout="" confirm_settle=""
+cause="" c_conf=null confirm_timeout="" confirm_settle="" mark_settle=0
 work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
@@ -84,7 +88,7 @@ trap 'fail "interrupted"' INT TERM HUP
 trap '' PIPE
 
 usage() {
-	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE] [--confirm-timeout SEC] [--confirm-settle SEC]${1:+ ($1)}"
+	reason="usage: install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE] [--confirm-timeout SEC] [--confirm-settle SEC] [--mark-settle]${1:+ ($1)}"
 	say "$reason"
 	emit failed
 	exit 2
@@ -123,6 +127,7 @@ while [ $# -gt 0 ]; do
 		confirm_settle=$n_out
 		shift 2
 		;;
+	--mark-settle) mark_settle=1; shift ;;
 	-h | --help) usage ;;
 	*) usage "unknown argument: $1" ;;
 	esac

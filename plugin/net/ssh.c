@@ -1225,6 +1225,18 @@ done:
 	return rc;
 }
 
+void
+ssh_chan_send_eof(ssh_chan *h)
+{
+	/* The EOF asks nothing (roundTrips): what comes after it is the command's own answer. */
+	if (!h->eof_sent) {
+		h->c->mute = 1;
+		libssh2_channel_send_eof(h->ch);
+		h->c->mute = 0;
+	}
+	h->eof_sent = 1;
+}
+
 int
 ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err)
 {
@@ -1244,10 +1256,7 @@ ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err)
 
 	memset(r, 0, sizeof *r);
 	r->exit_code = -1;
-	/* The EOF asks nothing: what comes after it is the command's own answer. */
-	c->mute = 1;
-	libssh2_channel_send_eof(h->ch);
-	c->mute = 0;
+	ssh_chan_send_eof(h);
 	if ((rc = chan_pump(h, NULL, err)) != LM_OK)
 		goto done;
 	c->mute = 1; /* nor does the close: the guest closes once its command has ended */

@@ -128,6 +128,8 @@ int ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *e
 /* Writes to the command's stdin; ssh_chan_write_file the whole of local, *sent the bytes. */
 int ssh_chan_write(ssh_chan *h, const void *in, size_t inlen, char *err);
 int ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err);
+/* Ends the command's stdin (once: ssh_chan_finish then sends no second EOF). */
+void ssh_chan_send_eof(ssh_chan *h);
 /* Sends EOF, reads the rest, and gives everything the command printed (from the start) and its
  * exit status in r, as ssh_exec does (LM_EFAIL: r holds nothing to free). Frees h. */
 int ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err);

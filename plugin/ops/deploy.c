@@ -7,6 +7,7 @@
 
 #include "core/ledger.h"
 #include "core/util.h"
+#include "ops/fleet.h"
 #include "ops/validate.h"
 #include "ops/verdicts.h"
 
@@ -154,15 +155,102 @@ plan_data(cJSON *r, const session_vm *s, const session_opts *o, const char *acti
 	cJSON_AddStringToObject(r, "action", action);
 }
 
+/* A deploy past its upload, holding what finishing it needs: on the thread that started it, or
+ * (deploy_exec_send said the guest is watching the workload's settle) on the fleet's watcher. */
+typedef struct {
+	fleet_later later; /* first: finish_later gets it back */
+	deploy_exec *x;
+	session_vm s;
+	guest_target *t;
+	const session_opts *o;
+	cJSON *last;
+} deploy_job;
+
+/* Reads install.sh's answer into r, records it, ends the session; frees j. */
+static void
+deploy_finish(deploy_job *j, cJSON *r)
+{
+	const session_opts *o = j->o;
+	const guest_target *t = j->t;
+	const cJSON *last = j->last;
+	cJSON *res = NULL, *rec;
+	char msg[LM_ERRLEN];
+	int code = 0;
+
+	if (deploy_exec_result(j->x, &res, &code, msg) != LM_OK) {
+		session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+		goto done;
+	}
+	cJSON_AddItemToObject(r, "install", res);
+	{
+		const cJSON *result = cJSON_GetObjectItemCaseSensitive(res, "result");
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(res, "reason");
+		const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
+		int installed = cJSON_IsString(result) && code == 0 &&
+		    (strcmp(result->valuestring, "installed") == 0 || strcmp(result->valuestring, "unchanged") == 0);
+		const char *cause = installed ? NULL : cause_of(res);
+
+		add_confirm(r, res);
+		if (cause)
+			cJSON_AddStringToObject(r, "cause", cause);
+		if (installed)
+			session_set_state(r, strcmp(result->valuestring, "unchanged") == 0 ? "unchanged" : "deployed", NULL);
+		else {
+			char why[LM_ERRLEN + 128];
+
+			/* Whether the other VMs of this image version are refused now, said. */
+			snprintf(why, sizeof why, "%s%s", cJSON_IsString(reason) ? reason->valuestring : "install.sh failed",
+			    !cJSON_IsObject(stock) ? "" : cause && strcmp(cause, "workload") == 0 ? " (a workload failure on "
+			    "this VM: other VMs of this image version are not gated)" : cause ? " (an image failure: this "
+			    "image version is now recorded as failing)" : " (this image version is now recorded as failing)");
+			session_set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed", why);
+		}
+		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
+		if (cJSON_IsObject(stock)) {
+			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
+			rec = session_record_new("deploy", t, o);
+			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
+			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+			if (!installed && cJSON_IsString(reason))
+				ledger_add_reason(rec, reason->valuestring);
+			/* "workload": this VM's failure; the gate and status skip it (ledger_last). */
+			if (cause)
+				cJSON_AddStringToObject(rec, "cause", cause);
+			add_confirm(rec, res);
+			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
+			    "shimmed")));
+			record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
+			if (o->force)
+				cJSON_AddTrueToObject(rec, "forced");
+			if (stock_recorded(last, o) != NULL)
+				cJSON_AddTrueToObject(rec, "stockRecorded");
+			session_record(r, o, j->s.key, rec);
+			cJSON_Delete(rec);
+		}
+	}
+done:
+	cJSON_Delete(j->last);
+	session_close(&j->s, r);
+	free(j);
+}
+
+static void
+finish_later(fleet_later *l, cJSON *r)
+{
+	deploy_finish((deploy_job *)l, r);
+}
+
 int
 deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
-	cJSON *r = session_result_new(t, "failed"), *last = NULL, *res = NULL, *rec;
+	cJSON *r = session_result_new(t, "failed"), *last = NULL;
 	deploy_exec *x = NULL;
+	deploy_job *j;
 	session_vm s;
 	const cJSON *v, *known;
 	char msg[LM_ERRLEN];
-	int code = 0, recorded = 0, rc;
+	int recorded = 0, settle = -1;
 	uint64_t sent = 0;
 
 	(void)err;
@@ -230,61 +318,18 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	 * runs only the shimmed probe, against it. */
 	if ((known = stock_recorded(last, o)) != NULL)
 		cJSON_AddStringToObject(r, "stockProbe", "recorded");
-	rc = deploy_exec_install(x, o->payload, known, &sent, &res, &code, msg);
-	x = NULL;
-	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
-	if (rc != LM_OK) {
-		session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
+	if ((j = calloc(1, sizeof *j)) == NULL) {
+		session_set_state(r, "failed", "out of memory");
 		goto done;
 	}
-	cJSON_AddItemToObject(r, "install", res);
-	{
-		const cJSON *result = cJSON_GetObjectItemCaseSensitive(res, "result");
-		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(res, "reason");
-		const cJSON *stock = cJSON_GetObjectItemCaseSensitive(res, "stock");
-		int installed = cJSON_IsString(result) && code == 0 &&
-		    (strcmp(result->valuestring, "installed") == 0 || strcmp(result->valuestring, "unchanged") == 0);
-		const char *cause = installed ? NULL : cause_of(res);
-
-		add_confirm(r, res);
-		if (cause)
-			cJSON_AddStringToObject(r, "cause", cause);
-		if (installed)
-			session_set_state(r, strcmp(result->valuestring, "unchanged") == 0 ? "unchanged" : "deployed", NULL);
-		else {
-			char why[LM_ERRLEN + 128];
-
-			/* Whether the other VMs of this image version are refused now, said. */
-			snprintf(why, sizeof why, "%s%s", cJSON_IsString(reason) ? reason->valuestring : "install.sh failed",
-			    !cJSON_IsObject(stock) ? "" : cause && strcmp(cause, "workload") == 0 ? " (a workload failure on "
-			    "this VM: other VMs of this image version are not gated)" : cause ? " (an image failure: this "
-			    "image version is now recorded as failing)" : " (this image version is now recorded as failing)");
-			session_set_state(r, cJSON_IsObject(stock) ? "validation-failed" : "failed", why);
-		}
-		/* A verdict is recorded only when the probe ran: a full disk says nothing of the image. */
-		if (cJSON_IsObject(stock)) {
-			/* The guest's answers only as a bounded summary: a record stays a few KiB. */
-			rec = session_record_new("deploy", t, o);
-			cJSON_AddStringToObject(rec, "verdict", installed ? "pass" : "fail");
-			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
-			if (!installed && cJSON_IsString(reason))
-				ledger_add_reason(rec, reason->valuestring);
-			/* "workload": this VM's failure; the gate and status skip it (ledger_last). */
-			if (cause)
-				cJSON_AddStringToObject(rec, "cause", cause);
-			add_confirm(rec, res);
-			cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
-			cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res,
-			    "shimmed")));
-			record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
-			if (o->force)
-				cJSON_AddTrueToObject(rec, "forced");
-			if (stock_recorded(last, o) != NULL)
-				cJSON_AddTrueToObject(rec, "stockRecorded");
-			session_record(r, o, s.key, rec);
-			cJSON_Delete(rec);
-		}
-	}
+	deploy_exec_send(x, o->payload, known, &sent, &settle);
+	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
+	*j = (deploy_job){.later = {.at = lm_now_ms() + (int64_t)settle * 1000, .finish = finish_later}, .x = x, .s = s,
+		.t = t, .o = o, .last = last};
+	/* The guest watches the workload's settle: a fleet goes on with its next VM meanwhile. */
+	if (settle <= 0 || !fleet_defer(&j->later))
+		deploy_finish(j, r);
+	return LM_OK;
 done:
 	deploy_exec_skip(x);
 	cJSON_Delete(last);

@@ -8,13 +8,14 @@
 #include "core/util.h"
 
 #define MARK "lume-metal:facts-end"
+#define SETTLING "lume-metal:settling" /* install.sh --mark-settle, after "lume-metal:settle N" */
 
 /* After the facts: when the payload is current and the controller does not insist ($2 is not
  * "wait": --force), the driver ends at once, so an unchanged rerun costs no round trip more than
  * the facts. Else the controller's word, then the payload into staging/ under a name of this
  * driver's own, its gzip stream read whole by tar while common.sh and install.sh are taken out
  * of it (a cut-off upload ends here, before any of it runs), install.sh run from that copy with
- * --verified (it checks the SHA-256 first), and one find that removes this run's files and
+ * --verified (it checks the SHA-256 first) and --mark-settle, and one find that removes this run's files and
  * uploads of runs that died (never a live one: those are not 10 minutes old). $1 is the
  * payload's SHA-256, $3 and $4 (when not empty) install.sh's --confirm-timeout and
  * --confirm-settle. */
@@ -28,7 +29,7 @@ static const char driver[] =
     "h=$1 S=\"$R/staging\" ct=$3 cs=$4\n"
     "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
     "p=\"$S/.$h.tar.gz.part.$$\"\n"
-    "set -- --payload \"$p\" --sha256 \"$h\" --verified\n"
+    "set -- --payload \"$p\" --sha256 \"$h\" --verified --mark-settle\n"
     "[ -z \"$ct\" ] || set -- \"$@\" --confirm-timeout \"$ct\"\n"
     "[ -z \"$cs\" ] || set -- \"$@\" --confirm-settle \"$cs\"\n"
     "if [ \"$go\" = install-stock ] && IFS= read -r k && printf '%s\\n' \"$k\" >\"$p.stock\"; then\n"
@@ -45,6 +46,8 @@ struct deploy_exec {
 	ssh_chan *ch;
 	char sha[65];
 	char where[320];
+	int wrc;              /* the upload's: LM_OK, or werr says why */
+	char werr[LM_ERRLEN];
 };
 
 int
@@ -113,42 +116,68 @@ deploy_exec_skip(deploy_exec *x)
 	free(x);
 }
 
-int
-deploy_exec_install(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, cJSON **out,
-    int *code, char *err)
+void
+deploy_exec_send(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, int *settle)
 {
-	char werr[LM_ERRLEN] = "", *line = NULL;
-	ssh_chan *ch = x->ch;
-	ssh_result res;
+	char *line = NULL, rerr[LM_ERRLEN];
+	const char *text;
 	int rc;
 
-	*out = NULL;
 	*sent = 0;
-	x->ch = NULL;
+	*settle = -1;
 	if (stock != NULL && (line = cJSON_PrintUnformatted(stock)) == NULL) {
-		ssh_chan_free(ch);
-		free(x);
-		return lm_err(err, LM_EFAIL, "out of memory");
+		x->wrc = lm_err(x->werr, LM_EFAIL, "out of memory");
+		return;
 	}
 	/* cJSON escapes every control character in a string: the answer is one line. */
-	rc = ssh_chan_write(ch, line ? "install-stock\n" : "install\n", line ? 14 : 8, werr);
+	rc = ssh_chan_write(x->ch, line ? "install-stock\n" : "install\n", line ? 14 : 8, x->werr);
 	if (rc == LM_OK && line)
-		rc = ssh_chan_write(ch, line, strlen(line), werr) == LM_OK ? ssh_chan_write(ch, "\n", 1, werr) : LM_EFAIL;
+		rc = ssh_chan_write(x->ch, line, strlen(line), x->werr) == LM_OK ? ssh_chan_write(x->ch, "\n", 1, x->werr)
+		    : LM_EFAIL;
 	free(line);
 	if (rc == LM_OK)
-		rc = ssh_chan_write_file(ch, payload, sent, werr);
+		rc = ssh_chan_write_file(x->ch, payload, sent, x->werr);
+	x->wrc = rc;
+	ssh_chan_send_eof(x->ch);
+	/* Up to the settle's mark, or the end (then deploy_exec_result reads nothing more); a read
+	 * that fails here fails there again, saying why. */
+	if (rc == LM_OK && ssh_chan_read_until(x->ch, SETTLING, &text, rerr) == LM_OK) {
+		size_t n = strlen(text), m = strlen(SETTLING "\n");
+		const char *p;
+
+		if (n > m && strcmp(text + n - m, SETTLING "\n") == 0) {
+			/* the line before the mark: "lume-metal:settle N", N up to 600 */
+			for (p = text + n - m - 1; p > text && p[-1] != '\n'; p--)
+				;
+			if (strncmp(p, "lume-metal:settle ", 18) == 0 && p[18] >= '0' && p[18] <= '9')
+				*settle = (int)strtol(p + 18, NULL, 10);
+			if (*settle > 600)
+				*settle = 600;
+			if (*settle < 0)
+				*settle = 0;
+		}
+	}
+}
+
+int
+deploy_exec_result(deploy_exec *x, cJSON **out, int *code, char *err)
+{
+	ssh_result res;
+	int rc = x->wrc;
+
+	*out = NULL;
 	/* Whatever happened, what the guest said is read: a driver that could not write the upload
 	 * says why on stderr and ends. */
-	if (ssh_chan_finish(ch, &res, err) != LM_OK) {
+	if (ssh_chan_finish(x->ch, &res, err) != LM_OK) {
 		if (rc != LM_OK)
-			lm_err(err, LM_EFAIL, "%s: upload of %s.tar.gz failed: %s", x->where, x->sha, werr);
+			lm_err(err, LM_EFAIL, "%s: upload of %s.tar.gz failed: %s", x->where, x->sha, x->werr);
 		free(x);
 		return LM_EFAIL;
 	}
 	*code = res.exit_code;
 	if ((*out = guest_json_result(res.out.data)) == NULL) {
 		if (rc != LM_OK)
-			lm_err(err, LM_EFAIL, "%s: upload of %s.tar.gz failed: %s%s%.300s", x->where, x->sha, werr,
+			lm_err(err, LM_EFAIL, "%s: upload of %s.tar.gz failed: %s%s%.300s", x->where, x->sha, x->werr,
 			    res.err.data ? "; the guest said: " : "", res.err.data ? res.err.data : "");
 		else
 			lm_err(err, LM_EFAIL, "%s: the install printed no JSON result (exit %d): %.300s", x->where,

@@ -29,18 +29,23 @@ typedef struct deploy_exec deploy_exec;
  * word also when sha is current (else it has ended then, and only deploy_exec_skip may follow).
  * confirm_timeout and confirm_settle (whole seconds, or NULL) become install.sh's
  * --confirm-timeout and --confirm-settle. *out (caller's) ends with deploy_exec_skip or
- * deploy_exec_install. */
+ * deploy_exec_send and deploy_exec_result. */
 int deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, const char *confirm_timeout,
     const char *confirm_settle, guest_facts *f, char *err);
 /* Tells the driver there is nothing to do and closes the channel; frees x (NULL is fine). */
 void deploy_exec_skip(deploy_exec *x);
 /* Sends the payload file (a verified payload whose SHA-256 is the sha of deploy_exec_open),
- * after stock (NULL: the guest runs its stock probe) as one line, and reads install.sh's
- * result: on LM_OK *out (caller frees) is the JSON object on the last line of stdout that
- * starts with '{', *code the exit status. *sent gets the payload bytes written. On LM_EFAIL
- * err says why ("... upload of <sha>.tar.gz failed: ..." when the payload did not arrive
- * whole). Frees x. */
-int deploy_exec_install(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, cJSON **out,
-    int *code, char *err);
+ * after stock (NULL: the guest runs its stock probe) as one line, then reads until install.sh
+ * ends or says (--mark-settle) that the shim is active in the process launchd runs and it now
+ * watches that process *settle more seconds (1..600) before its answer: meanwhile the channel
+ * needs no reading (the answer waits in it), so the caller may do other work first. *settle is
+ * -1 when it ended, or failed (deploy_exec_result says why). *sent gets the payload bytes
+ * written. */
+void deploy_exec_send(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, int *settle);
+/* Reads install.sh's result (blocking through a settle still running): on LM_OK *out (caller
+ * frees) is the JSON object on the last line of stdout that starts with '{', *code the exit
+ * status. On LM_EFAIL err says why ("... upload of <sha>.tar.gz failed: ..." when the payload
+ * did not arrive whole). Frees x. */
+int deploy_exec_result(deploy_exec *x, cJSON **out, int *code, char *err);
 
 #endif

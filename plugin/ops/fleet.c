@@ -47,8 +47,19 @@ fleet_running(void)
 	return atomic_load(&running);
 }
 
+/* A VM handed to the watcher (fleet_defer): its index and result, queued by `at`. */
+typedef struct {
+	fleet_later *l;
+	size_t i;
+	cJSON *res;
+} later_vm;
+
 typedef struct {
 	pthread_mutex_t mu;
+	pthread_cond_t cv;           /* the watcher's queue changed, or the pool ended */
+	later_vm *q;                 /* the watcher's queue, by `at`; capacity hold */
+	size_t nq, held, hold;       /* queued; deferred and not settled yet; how many may be */
+	int pool_done;               /* the wave's pool has ended: the watcher drains and ends */
 	size_t next, start, n, failed, done; /* next wave's first VM; this wave's; all; failures; finished */
 	int stopped;
 	const char *why;              /* why the run stopped */
@@ -239,6 +250,70 @@ nofds_failed(cJSON *res)
 		cJSON_AddStringToObject(res, "message", msg);
 }
 
+/* The run and the VM this thread is running, for fleet_defer; l once it took one. */
+static _Thread_local run *cur_run;
+static _Thread_local fleet_later *cur_later;
+
+int
+fleet_defer(fleet_later *l)
+{
+	run *r = cur_run;
+	int took = 0;
+
+	if (r == NULL || cur_later != NULL || r->f->max_fail >= 0 || r->f->max_fail_pct >= 0)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	if (r->q != NULL && r->held < r->hold) {
+		r->held++; /* run_vm queues it when fn returns */
+		cur_later = l;
+		took = 1;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return took;
+}
+
+/* Queues VM i's deferred work by its `at`, under r->mu. */
+static void
+queue_later(run *r, size_t i, cJSON *res, fleet_later *l)
+{
+	size_t k = r->nq++;
+
+	while (k > 0 && r->q[k - 1].l->at > l->at) {
+		r->q[k] = r->q[k - 1];
+		k--;
+	}
+	r->q[k] = (later_vm){.l = l, .i = i, .res = res};
+	pthread_cond_broadcast(&r->cv);
+}
+
+/* The wave's watcher: finishes deferred VMs in turn, the earliest `at` first, until the pool has
+ * ended (every deferred VM queued) and the queue is empty. */
+static void *
+watcher(void *arg)
+{
+	run *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		later_vm v;
+
+		while (r->nq == 0 && !r->pool_done)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->nq == 0)
+			break;
+		v = r->q[0];
+		memmove(r->q, r->q + 1, --r->nq * sizeof *r->q);
+		pthread_mutex_unlock(&r->mu);
+		v.l->finish(v.l, v.res);
+		pthread_mutex_lock(&r->mu);
+		r->held--;
+		settle(r, v.i, v.res, 0);
+		atomic_fetch_sub(&running, 1);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
 /* One VM of the current wave; none is started once the run has stopped. */
 static void
 run_vm(void *arg, size_t k)
@@ -247,7 +322,7 @@ run_vm(void *arg, size_t k)
 	size_t i = r->start + k;
 	char err[LM_ERRLEN];
 	cJSON *res = NULL;
-	int ours;
+	int ours, rc;
 
 	pthread_mutex_lock(&r->mu);
 	if (r->stopped || interrupted) {
@@ -259,7 +334,18 @@ run_vm(void *arg, size_t k)
 	if (r->f->started)
 		r->f->started(r->f->progress_ctx, i);
 	ssh_nofds_take();
-	if (r->fn(&res, r->targets[i], r->o, err) != LM_OK || res == NULL) {
+	cur_run = r;
+	cur_later = NULL;
+	rc = r->fn(&res, r->targets[i], r->o, err);
+	cur_run = NULL;
+	if (cur_later != NULL) { /* fn returned LM_OK and its result (fleet_defer's contract) */
+		pthread_mutex_lock(&r->mu);
+		queue_later(r, i, res, cur_later);
+		pthread_mutex_unlock(&r->mu);
+		cur_later = NULL;
+		return;
+	}
+	if (rc != LM_OK || res == NULL) {
 		cJSON_Delete(res);
 		res = cJSON_CreateObject();
 		cJSON_AddStringToObject(res, "vm", r->targets[i]->name);
@@ -274,12 +360,40 @@ run_vm(void *arg, size_t k)
 	pthread_mutex_unlock(&r->mu);
 }
 
-/* Runs the VMs from r->next up to end on the pool. */
+/* Runs the VMs from r->next up to end on the pool, and the watcher beside it when VMs may be
+ * deferred: as many as the file descriptors left hold beside the pool's (fleet_parallel_max),
+ * at most the wave. The wave ends when every VM of it is settled. */
 static void
 wave(run *r, size_t end)
 {
+	size_t pool = (size_t)(r->f->parallel > 0 ? r->f->parallel : 1), fit = (size_t)fleet_parallel_max();
+	pthread_t th;
+	int watching = 0;
+
 	r->start = r->next;
+	r->hold = fit > pool ? fit - pool : 0;
+	if (r->hold > end - r->start)
+		r->hold = end - r->start;
+	r->pool_done = 0;
+	r->nq = r->held = 0;
+	if (r->hold > 0 && (r->q = calloc(r->hold, sizeof *r->q)) != NULL) {
+		if (pthread_create(&th, NULL, watcher, r) == 0)
+			watching = 1;
+		else {
+			free(r->q);
+			r->q = NULL;
+		}
+	}
 	fleet_each(end - r->start, r->f->parallel, run_vm, r);
+	if (watching) {
+		pthread_mutex_lock(&r->mu);
+		r->pool_done = 1;
+		pthread_cond_broadcast(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		pthread_join(th, NULL);
+	}
+	free(r->q);
+	r->q = NULL;
 	r->next = end;
 }
 
@@ -310,7 +424,7 @@ roll_back_vm(void *arg, size_t i)
 int
 fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const session_opts *o, const fleet_opts *f)
 {
-	run r = {.mu = PTHREAD_MUTEX_INITIALIZER, .n = n, .targets = targets, .results = results, .fn = fn, .o = o,
+	run r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .n = n, .targets = targets, .results = results, .fn = fn, .o = o,
 		.f = f};
 	size_t size;
 

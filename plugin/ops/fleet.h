@@ -7,6 +7,8 @@
 #ifndef LM_FLEET_H
 #define LM_FLEET_H
 
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 #include "ops/session.h"
@@ -28,6 +30,26 @@ typedef struct {
 	/* Called (any thread, concurrently with itself) as VM i starts; or NULL. */
 	void (*started)(void *ctx, size_t i);
 } fleet_opts;
+
+/* A VM's work that waits on its guest with nothing for this process to do meanwhile (deploy's
+ * settle: the guest watches the workload, its answer waits in the channel). fn, run by
+ * fleet_run, may hand it to fleet_defer and return LM_OK with its result at once, not final:
+ * its thread goes on with the next VM, and one watcher thread of the wave calls
+ * finish(l, result) in the order of `at`, which completes the result in place (blocking until
+ * the guest answers) and ends l; only then is the VM settled (progress, the budget, fleet_running,
+ * the wave's end: a canary wave waits for its settles). */
+typedef struct fleet_later fleet_later;
+struct fleet_later {
+	int64_t at;                                    /* lm_now_ms() when the answer is due */
+	void (*finish)(fleet_later *l, cJSON *result); /* completes result; frees l */
+	fleet_later *next;                             /* fleet's */
+};
+
+/* Takes l for the VM fn runs on this thread: 1 when taken, else 0 and l stays the caller's,
+ * to finish at once: outside fleet_run, under a failure budget (--max-fail: each VM's outcome is
+ * known before its thread starts another, as without a settle), or when the file descriptors
+ * left would not hold one more open connection beside the pool's. */
+int fleet_defer(fleet_later *l);
 
 /* Interrupts (SIGINT, SIGTERM: the CLI catches them). After fleet_interrupt, which is
  * async-signal-safe, every fleet_run starts no more VMs: those running finish (and are

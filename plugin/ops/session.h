@@ -73,7 +73,7 @@ void session_set_state(cJSON *r, const char *state, const char *message);
  * the key to r. On failure r has the state and the reason, and s holds nothing (LM_EFAIL). */
 int session_open(session_vm *s, cJSON *r, guest_target *t, const session_opts *o);
 /* The same on the one exec of a deploy (deploy_exec.h) for o->info's payload, which *x then
- * holds open (the caller's: deploy_exec_skip or deploy_exec_install). */
+ * holds open (the caller's: deploy_exec_skip, or deploy_exec_send and deploy_exec_result). */
 int session_open_exec(session_vm *s, cJSON *r, guest_target *t, const session_opts *o, deploy_exec **x);
 /* Ends the session; r (may be NULL) gets "sshExecs", the channels the operation opened, and
  * "roundTrips" {"total","afterHandshake"} (ssh_round_trips). */

@@ -190,6 +190,25 @@ jis "... the settle it used" "$T/o.json" .confirm.settle 0
 install "$T/o.json" "$T/a.tar.gz" "$A"
 rc_is "... and back to release a" 0
 
+# --mark-settle (deploy's driver, which then goes on with other VMs): once the shim is active and
+# the settle begins, two lines before the JSON, the settle's seconds and the mark. They promise
+# nothing: a server that exits during the settle is still reverted, the workload's failure, and
+# the JSON stays the last line. Without a settle there is no mark.
+snapshot --no-pid >"$T/before"
+install "$T/o.json" "$T/late.tar.gz" "$LATE" --confirm-settle 10 --mark-settle
+rc_is "--mark-settle, a server that exits 3 s into a settle of 10: install exits 1" 1
+is_eq "... the settle's two lines first" "$(sed -n 1,2p "$T/o.json" | tr '\n' ' ')" "lume-metal:settle 10 lume-metal:settling "
+tail -n 1 "$T/o.json" >"$T/o1.json"
+is_json "... then one JSON object, the last line" "$T/o1.json"
+jis "... failed" "$T/o1.json" .result failed
+jis "... cause workload" "$T/o1.json" .cause workload
+same "... links, releases, LaunchAgent and service as before" "$T/before" --no-pid
+install "$T/o.json" "$T/late.tar.gz" "$LATE" --confirm-settle 0 --mark-settle
+rc_is "--mark-settle with --confirm-settle 0: installed" 0
+is_json "... no mark: one JSON object and nothing else" "$T/o.json"
+install "$T/o.json" "$T/a.tar.gz" "$A"
+rc_is "... and back to release a" 0
+
 # Bad values are usage errors (exit 2) naming them, before anything changes.
 for c in "--confirm-timeout 0" "--confirm-timeout 3601" "--confirm-timeout 1x" "--confirm-settle 601" \
 	"--confirm-settle -1" "--confirm-settle"; do
