@@ -279,22 +279,34 @@ run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
 	return rc;
 }
 
+/* The last line of b that starts with prefix and has something after it: what follows the
+ * prefix (*n bytes), or NULL when there is none. */
+static const char *
+last_line(const lm_buf *b, const char *prefix, size_t *n)
+{
+	const char *p = b->data ? b->data : "", *end = p + b->len, *best = NULL;
+	size_t pl = strlen(prefix);
+
+	*n = 0;
+	while (p < end) {
+		const char *line = p;
+		size_t ln;
+
+		p = next_line(p, end, &ln);
+		if (ln > pl && memcmp(line, prefix, pl) == 0)
+			best = line + pl, *n = ln - pl;
+	}
+	return best;
+}
+
 /* The last non-empty line of b (at most 200 bytes), for a message. */
 static const char *
 last_words(char out[201], const lm_buf *b)
 {
-	const char *p = b->data ? b->data : "", *end = p + b->len, *best = "";
-	size_t bn = 0;
+	size_t n;
+	const char *line = last_line(b, "", &n);
 
-	while (p < end) {
-		const char *line = p;
-		size_t n;
-
-		p = next_line(p, end, &n);
-		if (n > 0)
-			best = line, bn = n;
-	}
-	snprintf(out, 201, "%.*s", (int)(bn > 200 ? 200 : bn), best);
+	snprintf(out, 201, "%.*s", (int)(n > 200 ? 200 : n), line ? line : "");
 	return out;
 }
 
@@ -303,22 +315,13 @@ last_words(char out[201], const lm_buf *b)
 static int
 shim_said(char out[201], const lm_buf *b)
 {
-	static const char tag[] = "[lume-metal] ";
-	const char *p = b->data ? b->data : "", *end = p + b->len, *best = NULL;
-	size_t bn = 0, k = 0;
+	size_t n, k = 0;
+	const char *line = last_line(b, "[lume-metal] ", &n);
 
-	while (p < end) {
-		const char *line = p;
-		size_t n;
-
-		p = next_line(p, end, &n);
-		if (n > sizeof tag - 1 && memcmp(line, tag, sizeof tag - 1) == 0)
-			best = line + sizeof tag - 1, bn = n - (sizeof tag - 1);
-	}
-	for (size_t i = 0; best && i < bn && k < 200; i++)
-		out[k++] = (unsigned char)best[i] >= 0x20 && (unsigned char)best[i] < 0x7f ? best[i] : '?';
+	for (size_t i = 0; line && i < n && k < 200; i++)
+		out[k++] = (unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f ? line[i] : '?';
 	out[k] = '\0';
-	return best != NULL;
+	return line != NULL;
 }
 
 /* The end of b, at most VALIDATE_EVIDENCE_MAX bytes, for the evidence. */

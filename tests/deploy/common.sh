@@ -69,3 +69,16 @@ unvalidated_datadir() {
 		sed 's/"requireValidation": *true/"requireValidation": false/' "$u_f" >"$1/manifests/workloads/${u_f##*/}"
 	done
 }
+
+# unvalidated_payload: D=$T/data, a data folder of unvalidated_datadir, is LUME_METAL_DATADIR for
+# the rest of the test (the workloads it makes go into $D/manifests/workloads), and its linux-sim
+# payload is built to $T/a.tar.gz (one TAP line); A is that payload's SHA-256.
+unvalidated_payload() {
+	D=$T/data
+	unvalidated_datadir "$D"
+	LUME_METAL_DATADIR=$D
+	export LUME_METAL_DATADIR
+	check_rc "build the workload's payload" 0 "$LM" build --target linux-sim -o "$T/a.tar.gz"
+	# shellcheck disable=SC2034 # A is for the test that sources this
+	A=$(sha256sum <"$T/a.tar.gz" | cut -c1-64)
+}

@@ -23,12 +23,7 @@ G="$T/g/tahoe-c/home"
 SD="$G/Library/Logs/lume-metal/com.trycua.lume-metal.llama-server.shim"
 # A data folder of this tree's, whose workloads include the ones made below; none requires a
 # validate record (the gate is t-validate's), so these deploys go straight to the guest.
-D=$T/data
-unvalidated_datadir "$D"
-LUME_METAL_DATADIR=$D
-export LUME_METAL_DATADIR
-check_rc "build the workload's payload" 0 "$LM" build --target linux-sim -o "$T/a.tar.gz"
-A=$(sha256sum <"$T/a.tar.gz" | cut -c1-64)
+unvalidated_payload
 # wl NAME PROGRAM PROCESS: a payload whose workload (the same label) runs PROGRAM, its shim scoped
 # to PROCESS.
 wl() {

@@ -13,12 +13,7 @@
 
 guest tahoe-s1 127.0.0.65 --env LUME_METAL_SIM_THROTTLE=0.2 || { not_ok "guest tahoe-s1"; t_done; }
 guest tahoe-s2 127.0.0.66 --env LUME_METAL_SIM_THROTTLE=0.2 || { not_ok "guest tahoe-s2"; t_done; }
-D=$T/data
-unvalidated_datadir "$D"
-LUME_METAL_DATADIR=$D
-export LUME_METAL_DATADIR
-check_rc "build the workload's payload" 0 "$LM" build --target linux-sim -o "$T/a.tar.gz"
-A=$(sha256sum <"$T/a.tar.gz" | cut -c1-64)
+unvalidated_payload
 # late: llama-server that exits 1 s after its Metal device is up (its model does not load).
 sed -e 's|"id": "llama-server"|"id": "late"|' \
 	-e 's|"processType"|"environment": {"LM_SIM_WORKLOAD_EXIT": "1", "LM_SIM_WORKLOAD_EXIT_AFTER": "1"}, "processType"|' \
