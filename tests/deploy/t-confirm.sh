@@ -14,10 +14,11 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/deploy/common.sh"
 
-# A crash loop shows in a fraction of a second; no case here waits out the confirmation.
-guest tahoe-c 127.0.0.61 --env LUME_METAL_SIM_THROTTLE=0.2 ||
+# install sees the first exit at once; launchd's respawn 5 s later (10 s on a Mac) cannot append
+# its own lines to the stderr log before install reads its end (0.2 s could, on a loaded CI run).
+guest tahoe-c 127.0.0.61 --env LUME_METAL_SIM_THROTTLE=5 ||
 	{ not_ok "guest tahoe-c"; t_done; }
-guest tahoe-d 127.0.0.63 --env LUME_METAL_SIM_THROTTLE=0.2 ||
+guest tahoe-d 127.0.0.63 --env LUME_METAL_SIM_THROTTLE=5 ||
 	{ not_ok "guest tahoe-d"; t_done; }
 G="$T/g/tahoe-c/home"
 SD="$G/Library/Logs/lume-metal/com.trycua.lume-metal.llama-server.shim"

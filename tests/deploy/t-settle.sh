@@ -11,8 +11,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/deploy/common.sh"
 
-guest tahoe-s1 127.0.0.65 --env LUME_METAL_SIM_THROTTLE=0.2 || { not_ok "guest tahoe-s1"; t_done; }
-guest tahoe-s2 127.0.0.66 --env LUME_METAL_SIM_THROTTLE=0.2 || { not_ok "guest tahoe-s2"; t_done; }
+guest tahoe-s1 127.0.0.65 --env LUME_METAL_SIM_THROTTLE=5 || { not_ok "guest tahoe-s1"; t_done; }
+guest tahoe-s2 127.0.0.66 --env LUME_METAL_SIM_THROTTLE=5 || { not_ok "guest tahoe-s2"; t_done; }
 unvalidated_payload
 # late: llama-server that exits 1 s after its Metal device is up (its model does not load).
 sed -e 's|"id": "llama-server"|"id": "late"|' \

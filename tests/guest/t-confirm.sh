@@ -15,9 +15,11 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/guest/guest-lib.sh"
 
-# A crash loop shows in a fraction of a second; the wait for the shim's state is 10 s (a loaded
-# machine), 2 s where it must run out (a hardened program: no state ever comes).
-LUME_METAL_SIM_THROTTLE=0.2 LUME_METAL_CONFIRM_TIMEOUT=10
+# The wait for the shim's state is 10 s (a loaded machine), 2 s where it must run out (a hardened
+# program: no state ever comes). launchd's respawn is 5 s away (10 s on a Mac): install sees the
+# first exit at once, and a respawn sooner would append its own lines to the stderr log before a
+# loaded install reads the log's end for its reason (it did, with 0.2 s, on a CI run).
+LUME_METAL_SIM_THROTTLE=5 LUME_METAL_CONFIRM_TIMEOUT=10
 export LUME_METAL_SIM_THROTTLE LUME_METAL_CONFIRM_TIMEOUT
 
 P=$T/progs
