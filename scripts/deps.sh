@@ -23,6 +23,9 @@ DEB_TEST="dash shellcheck llvm ca-certificates strace ansible-core time tmux"
 DEB_TEST="$DEB_TEST apache2-utils"
 # The verdicts test reads the artifacts it pushed with a tool not ours (tests/deploy/t-verdicts.sh).
 DEB_TEST="$DEB_TEST skopeo"
+# tests/run.sh runs several tests at once, each in its own network namespace: ip (iproute2)
+# brings its loopback up.
+DEB_TEST="$DEB_TEST iproute2"
 # make fuzz: clang's libFuzzer (tests/fuzz/); zlib for the payload harness (make test too)
 DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
 # tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and

@@ -2,25 +2,92 @@
 # Runs every test program and prints one closing line: N passed, N failed.
 # Test programs print TAP lines ("ok - ..." / "not ok - ..."); one that exits non-zero without
 # printing a failure still counts as one failure.
+#
+# The tests mostly wait (on sshd, launchd's simulated respawns, timeouts), so several run at
+# once: TEST_JOBS of them (default 4), each in its own network namespace (unshare -n, with its
+# own loopback up), where every 127.0.0.x address and port is its own: the tests' guests and
+# registries keep their fixed addresses without meeting another test's. Where a network
+# namespace cannot be made (not root), they run one at a time, as TEST_JOBS=1 does. Each
+# test's output is printed whole when it ends (finishing order), then the failures again, then
+# the closing line. The slowest tests (tests/slow, measured) start first.
+#   sh tests/run.sh [TEST...]     the given test programs only
 set -u
 cd "$(dirname "$0")/.." || exit 2
-pass=0 fail=0
+
+# one TEST N LOG: runs TEST (in a network namespace when NS=1) into LOG/N.*, then prints its
+# block under a lock, so no two blocks interleave.
+if [ "${1:-}" = --one ]; then
+	t=$2 n=$3 log=$4
+	case $t in *.sh) set -- dash "$t" ;; *) set -- "$t" ;; esac
+	if [ "${NS:-0}" = 1 ]; then
+		set -- unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"
+	fi
+	start=$(date +%s)
+	"$@" >"$log/$n.out" 2>"$log/$n.err" </dev/null
+	rc=$?
+	p=$(grep -c '^ok ' "$log/$n.out") f=$(grep -c '^not ok ' "$log/$n.out")
+	{
+		printf '# %s\n' "$t"
+		cat "$log/$n.out"
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			printf 'not ok - %s exited %s\n' "$t" "$rc"
+			f=1
+		fi
+		[ "$f" -eq 0 ] || sed 's/^/#   stderr: /' "$log/$n.err" | tail -n 20
+		printf '# %s: %s passed, %s failed, %ss\n' "$t" "$p" "$f" "$(($(date +%s) - start))"
+	} >"$log/$n.block"
+	echo "$p $f" >"$log/$n.sum"
+	flock "$log/lock" cat "$log/$n.block"
+	exit 0
+fi
+
 log=$(mktemp -d "${TMPDIR:-/tmp}/lm-run.XXXXXX")
 trap 'rm -rf "$log"' EXIT
-for t in build/tests/* tests/*/t-*.sh; do
-	[ -f "$t" ] || continue
-	case $t in *.sh) cmd="dash $t" ;; *) [ -x "$t" ] || continue; cmd=$t ;; esac
-	printf '# %s\n' "$t"
-	start=$(date +%s)
-	$cmd >"$log/out" 2>"$log/err"; rc=$?
-	cat "$log/out"
-	p=$(grep -c '^ok ' "$log/out") f=$(grep -c '^not ok ' "$log/out")
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		printf 'not ok - %s exited %s\n' "$t" "$rc"; f=1
+: >"$log/lock"
+jobs=${TEST_JOBS:-4}
+case $jobs in '' | *[!0-9]* | 0) echo "run.sh: TEST_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
+NS=0
+if [ "$jobs" -gt 1 ]; then
+	if unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
+		NS=1
+	else
+		echo "# run.sh: no network namespace here (unshare -n needs root): one test at a time" >&2
+		jobs=1
 	fi
-	[ "$f" -gt 0 ] && sed 's/^/#   stderr: /' "$log/err" | tail -n 20
-	printf '# %s: %s passed, %s failed, %ss\n' "$t" "$p" "$f" "$(($(date +%s) - start))"
+fi
+export NS
+
+# The list: the arguments, or every test program, the slow ones first.
+if [ $# -eq 0 ]; then
+	for t in build/tests/* tests/*/t-*.sh; do
+		[ -f "$t" ] || continue
+		case $t in *.sh) ;; *) [ -x "$t" ] || continue ;; esac
+		printf '%s\n' "$t"
+	done >"$log/all"
+	grep -vx '#.*' tests/slow | grep -Fxf "$log/all" >"$log/list"
+	grep -vxFf tests/slow "$log/all" >>"$log/list"
+else
+	printf '%s\n' "$@" >"$log/list"
+fi
+# shellcheck disable=SC2016 # expanded by the sh that xargs runs
+awk '{ print NR, $0 }' "$log/list" | xargs -P "$jobs" -L 1 sh -c 'exec sh tests/run.sh --one "$2" "$1" "$0"' "$log"
+
+pass=0 fail=0
+n=0
+while IFS= read -r t; do
+	n=$((n + 1))
+	if [ -f "$log/$n.sum" ]; then
+		read -r p f <"$log/$n.sum"
+	else
+		printf 'not ok - %s did not run\n' "$t"
+		p=0 f=1
+	fi
 	pass=$((pass + p)) fail=$((fail + f))
-done
+	[ "$f" -eq 0 ] || grep '^not ok ' "$log/$n.block" 2>/dev/null | sed "s|^|# $t: |" >>"$log/failures"
+done <"$log/list"
+if [ -s "$log/failures" ]; then
+	echo "# the failures:"
+	cat "$log/failures"
+fi
 printf '%s passed, %s failed\n' "$pass" "$fail"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -22,9 +22,9 @@ check_grep "... with the VM's state from lume" 'VM vm1 is stopped' "$T/.out"
 
 start=$(date +%s)
 check_rc "a lume get that never ends: status --timeout 2 fails (exit 1)" 1 \
-	lm_with 'echo "[2026-08-09T12:00:00Z] INFO: starting"; sleep 4321' status vm1 --timeout 2
+	lm_with 'echo "[2026-08-09T12:00:00Z] INFO: starting"; sleep 4322' status vm1 --timeout 2
 took=$(($(date +%s) - start))
 check_grep "... saying it timed out after 2 s" 'VM vm1: lume get: .*lume timed out after 2 s' "$T/.out"
 check "... within seconds of it (took ${took} s)" test "$took" -lt 15
-check "... and its child is killed with it" sh -c '! ps -eo args | grep -q "^sleep 4321$"'
+check "... and its child is killed with it" sh -c '! ps -eo args | grep -q "^sleep 4322$"'
 t_done
