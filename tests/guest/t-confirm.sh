@@ -158,8 +158,10 @@ else
 fi
 
 # A server that cannot load its model exits soon after its Metal device is up, the shim active:
-# install watches it LUME_METAL_CONFIRM_SETTLE seconds more (2 here) and sees the exit.
-wl_json settle /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1"}'
+# install watches it LUME_METAL_CONFIRM_SETTLE seconds more (2 here) and sees the exit. It exits
+# 1.5 s after its device, not the stand-in's 0.3 s: on a loaded machine install's first look can
+# come later than 0.3 s, and a pid it never saw has no .process to check.
+wl_json settle /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_EXIT":"1","LM_SIM_WORKLOAD_EXIT_AFTER":"1.5"}'
 payload "$T/settle.tar.gz" --workload "$T/wl/settle.json"
 snapshot --no-pid >"$T/before"
 LUME_METAL_CONFIRM_SETTLE=2 install "$T/o.json" "$T/settle.tar.gz" "$SHA"
