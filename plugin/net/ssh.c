@@ -832,7 +832,7 @@ session_handshake(ssh_conn *c, int *why_out, char *err)
 {
 	const ssh_opts *o = c->o;
 	int why = SSH_PROTOCOL, rc, r = 0, agent = 0, keys = 0;
-	char *methods, locked[4096] = "", loose[4096] = "";
+	char locked[4096] = "", loose[4096] = "";
 
 	if ((c->s = libssh2_session_init_ex(NULL, NULL, NULL, c)) == NULL) {
 		rc = lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
@@ -850,13 +850,15 @@ session_handshake(ssh_conn *c, int *why_out, char *err)
 	}
 	if ((rc = check_hostkey(c, &why, err)) != LM_OK)
 		goto fail;
-	methods = time_left(c) ? libssh2_userauth_list(c->s, o->user, (unsigned)strlen(o->user)) : NULL;
-	if (methods == NULL && !libssh2_userauth_authenticated(c->s)) {
-		why = time_left(c) ? SSH_PROTOCOL : SSH_TIMEOUT;
-		rc = lm_err(err, LM_EFAIL, "%s: %s", c->where, why == SSH_TIMEOUT ? "timed out" : sess_err(c));
+	/* No "none" request for the server's list of methods (libssh2_userauth_list): it is a round
+	 * trip, and a key or password is offered whatever the list says (OpenSSH answers a method
+	 * it does not allow as it answers a wrong key). */
+	if (!time_left(c)) {
+		why = SSH_TIMEOUT;
+		rc = lm_err(err, LM_EFAIL, "%s: timed out", c->where);
 		goto fail;
 	}
-	if (!libssh2_userauth_authenticated(c->s) && !auth_agent(c, &agent) && !auth_keys(c, &keys, locked, loose)) {
+	if (!auth_agent(c, &agent) && !auth_keys(c, &keys, locked, loose)) {
 		r = auth_password(c, err);
 		if (r < 0) {
 			why = SSH_AUTH;

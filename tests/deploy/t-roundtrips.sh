@@ -32,6 +32,10 @@ set -- $(rt "$T/first")
 check "... at most 3 turns after the handshake (got ${2:-none}), and the handshake's own before them (total ${1:-none})" \
 	sh -c '[ "$2" -ge 1 ] && [ "$2" -le 3 ] && [ "$1" -gt "$2" ]' - "${1:-0}" "${2:-99}"
 first_total=${1:-0} first_after=${2:-0}
+# The handshake: TCP connect, banners, key exchange 2, service request, public key, channel open;
+# no "none" userauth asking for the server's methods (8 turns with it).
+check "... a handshake of at most 7 turns, no \"none\" userauth (got $((first_total - first_after)))" \
+	test "$((first_total - first_after))" -le 7
 check_rc "unchanged rerun through the proxy" 0 lm deploy rt1 --payload "$T/p.tar.gz" --json
 cp "$T/.out" "$T/rerun"
 check_grep "... unchanged" '"state":"unchanged"' "$T/rerun"
