@@ -36,7 +36,14 @@ struct ssh_conn {
 	 * read found nothing (what comes next was waited for). */
 	unsigned turns, turns_hs;
 	int sent, starved, mute;
+	/* The handshake gate's ticket while in the handshake, and whether it is out of the gate
+	 * meanwhile, waiting on the guest (gate_yield). */
+	struct gate_ticket *ticket;
+	int gate_out;
+	int64_t gate_wait; /* ms waited for the gate, in all */
 };
+
+static void gate_yield(ssh_conn *c, int out);
 
 /* Set when this thread's connection ran out of file descriptors (see ssh_nofds_take). */
 static _Thread_local int nofds;
@@ -82,7 +89,10 @@ sess_err(ssh_conn *c)
 static LIBSSH2_SEND_FUNC(count_send)
 {
 	ssh_conn *c = *abstract;
-	ssize_t n = send(socket, buffer, length, flags);
+	ssize_t n;
+
+	gate_yield(c, 0);
+	n = send(socket, buffer, length, flags);
 
 	if (n < 0)
 		return -errno;
@@ -96,12 +106,18 @@ static LIBSSH2_SEND_FUNC(count_send)
 static LIBSSH2_RECV_FUNC(count_recv)
 {
 	ssh_conn *c = *abstract;
-	ssize_t n = recv(socket, buffer, length, flags);
+	ssize_t n;
 
+	gate_yield(c, 0);
+	n = recv(socket, buffer, length, flags);
 	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
+		int e = errno;
+
+		if (e == EAGAIN || e == EWOULDBLOCK) {
 			c->starved = 1;
-		return -errno;
+			gate_yield(c, 1); /* libssh2 now waits for the guest: outside the gate */
+		}
+		return -e;
 	}
 	if (n > 0 && c->sent && c->starved) {
 		c->turns++;
@@ -742,13 +758,15 @@ prefer_hostkeys(LIBSSH2_SESSION *s)
 		libssh2_session_method_pref(s, LIBSSH2_METHOD_HOSTKEY, pref);
 }
 
-/* The handshake gate: at most gate_cap connections at once in the handshake and
+/* The handshake gate: at most gate_cap connections at once working in the handshake and
  * authentication, the CPU-heavy part of a connection: --parallel 256 would otherwise run 256
- * key exchanges at once on a few cores, each session's buffers live meanwhile (an unchanged
- * rerun of 256 guests peaked 30 MB without it, 22 MB with it, in the same time). A holder
- * inside for longer than GATE_STALL_MS (a guest stalled mid-handshake) stops counting, so
- * stalled guests cannot hold up the rest for long; nothing waits for the gate while inside
- * it, so it cannot deadlock. The TCP connect is outside it. */
+ * key exchanges at once on a few cores. A connection is in it only while it computes or sends:
+ * while libssh2 waits for the guest's next packet it is out (gate_yield), so a round trip of
+ * 80 ms holds no place (an unchanged rerun of 64 guests at RTT 80 took 2424 ms holding it
+ * through the waits, most of it queueing for the 16 places). A holder inside for longer than
+ * GATE_STALL_MS (a guest stalled mid-send) stops counting, so stalled guests cannot hold up
+ * the rest for long; nothing waits for the gate while inside it, so it cannot deadlock. The
+ * TCP connect is outside it. */
 #define GATE_STALL_MS 3000
 
 typedef struct gate_ticket {
@@ -811,6 +829,7 @@ gate_enter(ssh_conn *c, gate_ticket *me)
 	gate_in = me;
 	pthread_mutex_unlock(&gate_mu);
 	c->opt.deadline_ms += now - t0;
+	c->gate_wait += now - t0;
 }
 
 static void
@@ -824,6 +843,20 @@ gate_leave(gate_ticket *me)
 		}
 	pthread_cond_signal(&gate_cv);
 	pthread_mutex_unlock(&gate_mu);
+}
+
+/* Leaves the gate (out) when libssh2 is about to wait for the guest, or enters it again before
+ * its next read or write; nothing outside the handshake (no ticket). */
+static void
+gate_yield(ssh_conn *c, int out)
+{
+	if (c->ticket == NULL || c->gate_out == out)
+		return;
+	c->gate_out = out;
+	if (out)
+		gate_leave(c->ticket);
+	else
+		gate_enter(c, c->ticket);
 }
 
 /* The SSH layer over c->fd: handshake, host key, authentication. */
@@ -923,8 +956,12 @@ session_start(ssh_conn *c, int *why_out, char *err)
 	if ((rc = wait_banner(c, why_out, err)) != LM_OK)
 		return rc;
 	gate_enter(c, &me);
+	c->ticket = &me;
+	c->gate_out = 0;
 	rc = session_handshake(c, why_out, err);
-	gate_leave(&me);
+	if (!c->gate_out)
+		gate_leave(&me);
+	c->ticket = NULL;
 	return rc;
 }
 
@@ -1006,6 +1043,12 @@ unsigned
 ssh_exec_count(const ssh_conn *c)
 {
 	return c->execs;
+}
+
+int64_t
+ssh_gate_wait_ms(const ssh_conn *c)
+{
+	return c->gate_wait;
 }
 
 void
@@ -1156,9 +1199,10 @@ ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err)
 
 /* Reads both streams into h->r, without blocking on either (they share one window, so a
  * chatty stderr cannot stall stdout), until the command's EOF, or with mark until stdout
- * holds a line equal to mark. Bounded by SSH_EXEC_OUT_MAX and SSH_EXEC_ERR_MAX. */
+ * holds a line equal to mark. Bounded by SSH_EXEC_OUT_MAX and SSH_EXEC_ERR_MAX. With waiting,
+ * it never sleeps on the socket: where it would, *waiting is set and it returns LM_OK. */
 static int
-chan_pump(ssh_chan *h, const char *mark, char *err)
+chan_pump(ssh_chan *h, const char *mark, int *waiting, char *err)
 {
 	ssh_conn *c = h->c;
 	size_t mlen = mark ? strlen(mark) : 0;
@@ -1212,6 +1256,10 @@ chan_pump(ssh_chan *h, const char *mark, char *err)
 				spun = 1;
 				continue;
 			}
+			if (waiting != NULL && lm_now_ms() < c->o->deadline_ms) {
+				*waiting = 1;
+				goto done;
+			}
 			if ((rc = wait_socket(c, err)) != LM_OK)
 				goto done;
 		}
@@ -1223,6 +1271,10 @@ capped:
 	 * most the channel's window, which is never opened further. The guest's command gets EPIPE. */
 	libssh2_session_set_timeout(c->s, 1000);
 done:
+	/* Cleaning up after a guest that did not answer (the channel's close, the disconnect) must
+	 * not take another whole timeout: libssh2's was set when the channel opened. */
+	if (rc != LM_OK)
+		libssh2_session_set_timeout(c->s, 1000);
 	libssh2_session_set_blocking(c->s, 1);
 	return rc;
 }
@@ -1242,10 +1294,22 @@ ssh_chan_send_eof(ssh_chan *h)
 int
 ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err)
 {
-	int rc = chan_pump(h, mark, err);
+	int rc = chan_pump(h, mark, NULL, err);
 
 	*out = h->r.out.data ? h->r.out.data : "";
 	return rc;
+}
+
+int
+ssh_chan_ready(ssh_chan *h, int *fd, int64_t *deadline)
+{
+	char err[LM_ERRLEN];
+	int waiting = 0;
+
+	*fd = h->c->fd;
+	*deadline = h->c->o->deadline_ms;
+	/* An error here comes again from ssh_chan_finish, which says it. */
+	return chan_pump(h, NULL, &waiting, err) != LM_OK || !waiting;
 }
 
 int
@@ -1259,7 +1323,7 @@ ssh_chan_finish(ssh_chan *h, ssh_result *r, char *err)
 	memset(r, 0, sizeof *r);
 	r->exit_code = -1;
 	ssh_chan_send_eof(h);
-	if ((rc = chan_pump(h, NULL, err)) != LM_OK)
+	if ((rc = chan_pump(h, NULL, NULL, err)) != LM_OK)
 		goto done;
 	c->mute = 1; /* nor does the close: the guest closes once its command has ended */
 	rc = libssh2_channel_close(h->ch);

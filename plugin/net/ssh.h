@@ -93,6 +93,9 @@ unsigned ssh_exec_count(const ssh_conn *c);
  * (not over a relay), and the SSH handshake: key exchange, authentication and the opening of
  * the first channel; after_handshake what came after that opening (0 before any channel). */
 void ssh_round_trips(const ssh_conn *c, unsigned *total, unsigned *after_handshake);
+/* How long the connection waited, in all, for a place in the handshake gate (ssh.c): the
+ * controller's queueing, not the guest's time. */
+int64_t ssh_gate_wait_ms(const ssh_conn *c);
 /* For the relay, which drives a host's session itself: the libssh2 session, its socket, and
  * "user@host:port" for messages. */
 struct _LIBSSH2_SESSION *ssh_session(ssh_conn *c);
@@ -125,6 +128,10 @@ int ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err);
  * command ends (EOF: *out then holds no mark); *out is all of stdout so far (owned by h,
  * NUL-terminated, valid until the next call on h). */
 int ssh_chan_read_until(ssh_chan *h, const char *mark, const char **out, char *err);
+/* Reads what the command sent without waiting for more: 1 once ssh_chan_finish would not
+ * wait on the guest (the command's EOF came, a read failed, or the deadline passed), else 0,
+ * with *fd the socket to poll for more and *deadline the connection's (lm_now_ms() scale). */
+int ssh_chan_ready(ssh_chan *h, int *fd, int64_t *deadline);
 /* Writes to the command's stdin; ssh_chan_write_file the whole of local, *sent the bytes. */
 int ssh_chan_write(ssh_chan *h, const void *in, size_t inlen, char *err);
 int ssh_chan_write_file(ssh_chan *h, const char *local, uint64_t *sent, char *err);

@@ -241,6 +241,12 @@ finish_later(fleet_later *l, cJSON *r)
 	deploy_finish((deploy_job *)l, r);
 }
 
+static int
+ready_later(fleet_later *l, int *fd, int64_t *deadline)
+{
+	return deploy_exec_ready(((deploy_job *)l)->x, fd, deadline);
+}
+
 int
 deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
@@ -324,7 +330,8 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	}
 	deploy_exec_send(x, o->payload, known, &sent, &settle);
 	cJSON_AddNumberToObject(r, "bytesSent", (double)sent);
-	*j = (deploy_job){.later = {.at = lm_now_ms() + (int64_t)settle * 1000, .finish = finish_later}, .x = x, .s = s,
+	*j = (deploy_job){.later = {.at = lm_now_ms() + (int64_t)settle * 1000, .finish = finish_later,
+		.ready = ready_later}, .x = x, .s = s,
 		.t = t, .o = o, .last = last};
 	/* The guest watches the workload's settle: a fleet goes on with its next VM meanwhile. */
 	if (settle <= 0 || !fleet_defer(&j->later))

@@ -160,6 +160,12 @@ deploy_exec_send(deploy_exec *x, const char *payload, const cJSON *stock, uint64
 }
 
 int
+deploy_exec_ready(deploy_exec *x, int *fd, int64_t *deadline)
+{
+	return ssh_chan_ready(x->ch, fd, deadline);
+}
+
+int
 deploy_exec_result(deploy_exec *x, cJSON **out, int *code, char *err)
 {
 	ssh_result res;

@@ -42,6 +42,9 @@ void deploy_exec_skip(deploy_exec *x);
  * -1 when it ended, or failed (deploy_exec_result says why). *sent gets the payload bytes
  * written. */
 void deploy_exec_send(deploy_exec *x, const char *payload, const cJSON *stock, uint64_t *sent, int *settle);
+/* Whether deploy_exec_result would read without waiting on the guest (ssh_chan_ready): 1, or 0
+ * with *fd the socket to poll and *deadline the connection's. */
+int deploy_exec_ready(deploy_exec *x, int *fd, int64_t *deadline);
 /* Reads install.sh's result (blocking through a settle still running): on LM_OK *out (caller
  * frees) is the JSON object on the last line of stdout that starts with '{', *code the exit
  * status. On LM_EFAIL err says why ("... upload of <sha>.tar.gz failed: ..." when the payload

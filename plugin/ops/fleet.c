@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -47,12 +48,18 @@ fleet_running(void)
 	return atomic_load(&running);
 }
 
-/* A VM handed to the watcher (fleet_defer): its index and result, queued by `at`. */
+/* A VM handed to the watcher (fleet_defer): its index and result, queued by `at`; the watcher's
+ * own: the socket to poll (-1: none yet) and whether to ask ready again. */
 typedef struct {
 	fleet_later *l;
 	size_t i;
 	cJSON *res;
+	int fd, ask;
+	int64_t deadline;
 } later_vm;
+
+/* The watcher's longest sleep: a VM queued meanwhile is asked first within it. */
+#define WATCH_TICK_MS 1000
 
 typedef struct {
 	pthread_mutex_t mu;
@@ -286,31 +293,96 @@ queue_later(run *r, size_t i, cJSON *res, fleet_later *l)
 	pthread_cond_broadcast(&r->cv);
 }
 
-/* The wave's watcher: finishes deferred VMs in turn, the earliest `at` first, until the pool has
- * ended (every deferred VM queued) and the queue is empty. */
+/* Finishes watched VM w, settles it, and takes it off the watcher's list (of *n). */
+static void
+finish_vm(run *r, later_vm *w, size_t k, size_t *n)
+{
+	later_vm v = w[k];
+
+	w[k] = w[--*n];
+	v.l->finish(v.l, v.res);
+	pthread_mutex_lock(&r->mu);
+	r->held--;
+	settle(r, v.i, v.res, 0);
+	atomic_fetch_sub(&running, 1);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* The wave's watcher: takes the queue into its own list, finishes a VM as soon as its answer
+ * has come (its socket polled, ready asked), or at its `at` without ready, until the pool has
+ * ended (every deferred VM queued) and nothing is left. A guest hung in its settle waits for its
+ * own deadline and holds up no other. */
 static void *
 watcher(void *arg)
 {
 	run *r = arg;
+	later_vm *w = calloc(r->hold, sizeof *w);
+	struct pollfd *p = calloc(r->hold, sizeof *p);
+	size_t n = 0;
 
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
-		later_vm v;
+		int64_t now, wake;
+		size_t np = 0, k;
 
-		while (r->nq == 0 && !r->pool_done)
+		while (r->nq == 0 && n == 0 && !r->pool_done)
 			pthread_cond_wait(&r->cv, &r->mu);
-		if (r->nq == 0)
+		if (r->nq == 0 && n == 0)
 			break;
-		v = r->q[0];
-		memmove(r->q, r->q + 1, --r->nq * sizeof *r->q);
+		if (w == NULL || p == NULL) { /* out of memory: the queue in order of `at`, as it comes */
+			later_vm v = r->q[0];
+
+			memmove(r->q, r->q + 1, --r->nq * sizeof *r->q);
+			pthread_mutex_unlock(&r->mu);
+			v.fd = -1;
+			finish_vm(r, &v, 0, &(size_t){1});
+			pthread_mutex_lock(&r->mu);
+			continue;
+		}
+		for (k = 0; k < r->nq; k++) { /* held <= hold: the list has room */
+			w[n] = r->q[k];
+			w[n].fd = -1;
+			w[n++].ask = 1;
+		}
+		r->nq = 0;
 		pthread_mutex_unlock(&r->mu);
-		v.l->finish(v.l, v.res);
+		now = lm_now_ms();
+		wake = now + WATCH_TICK_MS;
+		for (k = 0; k < n; k++) {
+			fleet_later *l = w[k].l;
+
+			if (l->ready == NULL ? l->at <= now : w[k].ask && l->ready(l, &w[k].fd, &w[k].deadline))
+				break;
+			if (l->ready == NULL || w[k].fd < 0) {
+				if (l->at > now && l->at < wake)
+					wake = l->at;
+				continue;
+			}
+			w[k].ask = 0;
+			if (w[k].deadline < wake)
+				wake = w[k].deadline;
+			p[np++] = (struct pollfd){.fd = w[k].fd, .events = POLLIN};
+		}
+		if (k < n) {
+			finish_vm(r, w, k, &n);
+			pthread_mutex_lock(&r->mu);
+			continue;
+		}
+		if (wake > now)
+			poll(p, np, (int)(wake - now));
+		/* Ask again whatever has something to read, is past its deadline or its `at` (a tick). */
+		now = lm_now_ms();
+		for (k = 0, np = 0; k < n; k++) {
+			if (w[k].l->ready == NULL || w[k].fd < 0)
+				continue;
+			w[k].ask = (p[np].revents != 0) | (w[k].l->at <= now);
+			np++;
+		}
 		pthread_mutex_lock(&r->mu);
-		r->held--;
-		settle(r, v.i, v.res, 0);
-		atomic_fetch_sub(&running, 1);
 	}
 	pthread_mutex_unlock(&r->mu);
+	free(w);
+	free(p);
 	return NULL;
 }
 

@@ -35,14 +35,17 @@ typedef struct {
  * settle: the guest watches the workload, its answer waits in the channel). fn, run by
  * fleet_run, may hand it to fleet_defer and return LM_OK with its result at once, not final:
  * its thread goes on with the next VM, and one watcher thread of the wave calls
- * finish(l, result) in the order of `at`, which completes the result in place (blocking until
- * the guest answers) and ends l; only then is the VM settled (progress, the budget, fleet_running,
- * the wave's end: a canary wave waits for its settles). */
+ * finish(l, result) as each guest's answer has come (ready; without it, at `at`), which completes
+ * the result in place and ends l; only then is the VM settled (progress, the budget,
+ * fleet_running, the wave's end: a canary wave waits for its settles). A guest that never
+ * answers holds up no other VM: it is finished at its deadline. */
 typedef struct fleet_later fleet_later;
 struct fleet_later {
 	int64_t at;                                    /* lm_now_ms() when the answer is due */
 	void (*finish)(fleet_later *l, cJSON *result); /* completes result; frees l */
-	fleet_later *next;                             /* fleet's */
+	/* Whether finish would not wait on the guest: 1, or 0 with *fd to poll for its answer and
+	 * *deadline after which finish fails at once. NULL: finish is called at `at`. */
+	int (*ready)(fleet_later *l, int *fd, int64_t *deadline);
 };
 
 /* Takes l for the VM fn runs on this thread: 1 when taken, else 0 and l stays the caller's,

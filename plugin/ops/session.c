@@ -148,8 +148,8 @@ session_open(session_vm *s, cJSON *r, guest_target *t, const session_opts *o)
 	return session_open_exec(s, r, t, o, NULL);
 }
 
-/* Ends the session; r gets "sshExecs", the channels the operation opened, and "roundTrips"
- * (ssh_round_trips). */
+/* Ends the session; r gets "sshExecs", the channels the operation opened, "roundTrips"
+ * (ssh_round_trips) and "gateWaitMs" (ssh_gate_wait_ms). */
 void
 session_close(session_vm *s, cJSON *r)
 {
@@ -162,6 +162,7 @@ session_close(session_vm *s, cJSON *r)
 		ssh_round_trips(s->c, &total, &after);
 		cJSON_AddNumberToObject(rt, "total", total);
 		cJSON_AddNumberToObject(rt, "afterHandshake", after);
+		cJSON_AddNumberToObject(r, "gateWaitMs", (double)ssh_gate_wait_ms(s->c));
 	}
 	cJSON_Delete(s->key);
 	guest_facts_clear(&s->f);

@@ -68,4 +68,37 @@ check_rc "--max-fail 0, --parallel 1, the late workload: exit 1" 1 \
 	lm deploy tahoe-s1 tahoe-s2 --payload "$T/late.tar.gz" --max-fail 0 --parallel 1 --confirm-settle 6 --json
 check_grep "... the first validation-failed, the workload's" '"vm":"tahoe-s1","state":"validation-failed".*"cause":"workload"' "$T/.out"
 check_grep "... the second not started" '"vm":"tahoe-s2","state":"skipped","message":"the failure budget was exceeded; not started"' "$T/.out"
+
+# A guest that hangs during its settle holds up no other VM. --parallel 1: tahoe-s1 goes first
+# and is handed to the watcher at its settle's mark; once tahoe-s2's release is unpacked
+# (tahoe-s1 is in its 6 s settle then), tahoe-s1's sshd and everything under it are stopped, as
+# a frozen VM: no byte of its answer comes. tahoe-s2 is reported as its answer comes, tahoe-s1
+# at its own deadline. Before, the watcher read tahoe-s1's answer first, blocking until its
+# deadline, and tahoe-s2's result waited behind it.
+check_rc "build payload b" 0 "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz"
+B=$(sha256sum <"$T/b.tar.gz" | cut -c1-64)
+tree() { echo "$1" && for c in $(pgrep -P "$1"); do tree "$c"; done; }
+lm deploy tahoe-s1 tahoe-s2 --payload "$T/b.tar.gz" --parallel 1 --confirm-timeout 10 --confirm-settle 6 --timeout 20 --json \
+	>"$T/hang.out" 2>"$T/hang.err" &
+pid=$!
+n=0
+while [ ! -d "$(root tahoe-s2)/releases/$B" ] && [ $n -lt 300 ]; do sleep 0.05; n=$((n + 1)); done
+stopped=$(tree "$(cat "$T/g/tahoe-s1/sshd.pid")" | tr '\n' ' ')
+# shellcheck disable=SC2086 # one pid per word
+kill -STOP $stopped
+t_defer "kill -CONT $stopped 2>/dev/null"
+wait "$pid"
+rc=$?
+# shellcheck disable=SC2086
+kill -CONT $stopped 2>/dev/null
+check "tahoe-s1 hung in its settle: exit 1" test "$rc" -eq 1
+check_grep "... tahoe-s2 deployed" '"vm":"tahoe-s2","state":"deployed"' "$T/hang.out"
+check_grep "... tahoe-s1 timed out" '"vm":"tahoe-s1","state":"timeout"' "$T/hang.out"
+check "... tahoe-s2 reported first, as its answer came, not after tahoe-s1's deadline" \
+	test "$(grep -o '"vm":"tahoe-s[12]","state":"[a-z-]*"' "$T/hang.out" | head -n 1)" = '"vm":"tahoe-s2","state":"deployed"'
+# Its channel's close and the disconnect, after the deadline, wait 1 s each, not another whole
+# --timeout (the run took 41.8 s before, 23 s now).
+secs=$(sed -n 's/.*"summary":.*"seconds":\([0-9]*\).*/\1/p' "$T/hang.out")
+check "... and the run ended within 10 s of tahoe-s1's 20 s deadline (${secs:-none} s), not another --timeout later" \
+	test "${secs:-99}" -lt 30
 t_done
