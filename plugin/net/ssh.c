@@ -7,6 +7,7 @@
 #include <libssh2_sftp.h>
 #include <netdb.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -296,12 +297,59 @@ printable(char out[80], const char *name)
 	return out;
 }
 
-/* Reads known_hosts into kh; a missing file is an empty one, and what is not a regular file
- * (a FIFO would block libssh2's fopen past the deadline) is refused. */
+/* Whether a known_hosts line may be about host (as name or "[name]:port"), as a superset of
+ * what libssh2 would match: comments and blank lines are not; markers, wildcards and negations
+ * are left to libssh2; a plain entry is when a pattern contains the name, a hashed one
+ * ("|1|SALT|HASH", OpenSSH's HashKnownHosts) when HMAC-SHA1 of either form under its salt is
+ * its hash. */
+static int
+known_line_maybe(const char *line, const char *name, const char *bracketed)
+{
+	const char *p = line + strspn(line, " \t"), *e = p + strcspn(p, " \t\r\n");
+	unsigned char salt[64], hash[64], mac[EVP_MAX_MD_SIZE];
+	char field[600];
+	unsigned mlen = 0;
+	const char *bar;
+	int sl, hl;
+
+	if (*p == '#' || p == e)
+		return 0;
+	if (*p == '@' || (size_t)(e - p) >= sizeof field || memchr(p, '*', (size_t)(e - p)) ||
+	    memchr(p, '?', (size_t)(e - p)) || memchr(p, '!', (size_t)(e - p)))
+		return 1;
+	memcpy(field, p, (size_t)(e - p));
+	field[e - p] = '\0';
+	if (strncmp(field, "|1|", 3) != 0)
+		return strstr(field, name) != NULL;
+	if ((bar = strchr(field + 3, '|')) == NULL || bar - field - 3 > 88 || strlen(bar + 1) > 88)
+		return 1; /* not a hash this reads: libssh2 says what it is */
+	sl = EVP_DecodeBlock(salt, (const unsigned char *)field + 3, (int)(bar - field - 3));
+	hl = EVP_DecodeBlock(hash, (const unsigned char *)bar + 1, (int)strlen(bar + 1));
+	if (sl < 20 || hl < 20)
+		return 1;
+	for (int k = 0; k < 2; k++) {
+		const char *h = k ? bracketed : name;
+
+		if (HMAC(EVP_sha1(), salt, 20, (const unsigned char *)h, strlen(h), mac, &mlen) != NULL && mlen == 20 &&
+		    memcmp(mac, hash, 20) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Reads known_hosts into kh: the lines that may be about this host, so a session holds a few
+ * entries, not the whole fleet's (a 512-line file is 140 KB of libssh2's entries, at each
+ * session's host-key check). A missing file is an empty one, and what is not a regular file (a
+ * FIFO would block past the deadline) is refused, as is a line libssh2 cannot read among those. */
 static int
 read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
 {
 	struct stat st;
+	char bracketed[300], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+	int rc = LM_OK;
 
 	if (stat(c->o->known_hosts, &st) != 0) {
 		if (errno == ENOENT)
@@ -310,12 +358,23 @@ read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
 	}
 	if (!S_ISREG(st.st_mode))
 		return lm_err(err, LM_EINPUT, "%s: known hosts %s: not a regular file", c->where, c->o->known_hosts);
-	if (libssh2_knownhost_readfile(kh, c->o->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0) {
+	if ((f = fopen(c->o->known_hosts, "re")) == NULL) {
 		if (errno == EMFILE || errno == ENFILE)
 			ssh_nofds_note();
-		return lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
+		return lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s: %s", c->where, c->o->known_hosts,
+		    strerror(errno));
 	}
-	return LM_OK;
+	snprintf(bracketed, sizeof bracketed, "[%s]:%d", key_name(c), key_port(c));
+	while (rc == LM_OK && (n = getline(&line, &cap, f)) > 0)
+		if (known_line_maybe(line, key_name(c), bracketed) &&
+		    libssh2_knownhost_readline(kh, line, (size_t)n, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
+			rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
+	if (rc == LM_OK && ferror(f))
+		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s: %s", c->where, c->o->known_hosts,
+		    strerror(errno));
+	free(line);
+	fclose(f);
+	return rc;
 }
 
 /* MATCH, MISMATCH (*found: the entry the key differs from) or NOTFOUND. libssh2 answers
