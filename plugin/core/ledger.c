@@ -589,6 +589,104 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 	return rc;
 }
 
+/* ledger_deployed's cache: per document, as of its inode, size and mtime, "VM\nSHA" of every
+ * passing deploy record, sorted. Filled under last_mu (one parse at a time); a few entries. */
+typedef struct {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	time_t mtime;
+	char **pairs;
+	size_t n;
+} deployed_entry;
+
+static deployed_entry deployed_cache[4];
+static size_t deployed_next;
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+deployed_clear(deployed_entry *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->pairs[i]);
+	free(e->pairs);
+	free(e->path);
+	memset(e, 0, sizeof *e);
+}
+
+/* Under last_mu: fills e for path from doc (NULL: no document) as of st; 0, or -1 out of memory. */
+static int
+deployed_fill(deployed_entry *e, const char *path, const struct stat *st, const cJSON *doc)
+{
+	const cJSON *rec, *recs = doc ? cJSON_GetObjectItemCaseSensitive(doc, "records") : NULL;
+	size_t cap = (size_t)cJSON_GetArraySize(recs);
+
+	deployed_clear(e);
+	if ((e->path = strdup(path)) == NULL || (cap > 0 && (e->pairs = calloc(cap, sizeof *e->pairs)) == NULL))
+		goto oom;
+	cJSON_ArrayForEach(rec, recs) {
+		const char *k = str(rec, "kind"), *vm = str(rec, "vm"), *sha = str(rec, "payloadSha256"), *v = str(rec, "verdict");
+
+		if (k && vm && sha && v && strcmp(k, "deploy") == 0 && strcmp(v, "pass") == 0) {
+			size_t len = strlen(vm) + strlen(sha) + 2;
+
+			if ((e->pairs[e->n] = malloc(len)) == NULL)
+				goto oom;
+			snprintf(e->pairs[e->n++], len, "%s\n%s", vm, sha);
+		}
+	}
+	if (e->n > 1)
+		qsort(e->pairs, e->n, sizeof *e->pairs, cmp_pair);
+	e->dev = st->st_dev, e->ino = st->st_ino, e->size = st->st_size, e->mtime = st->st_mtime;
+	return 0;
+oom:
+	deployed_clear(e);
+	return -1;
+}
+
+int
+ledger_deployed(int *found, const char *state, const cJSON *key, const char *vm, const char *sha, char *err)
+{
+	char path[4096], *want = NULL;
+	struct stat st;
+	deployed_entry *e = NULL;
+	cJSON *doc = NULL;
+	size_t len;
+	int rc = LM_OK;
+
+	*found = 0;
+	if (ledger_path(path, sizeof path, state, key) < 0)
+		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? LM_OK : lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
+	len = strlen(vm) + strlen(sha) + 2;
+	if ((want = malloc(len)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	snprintf(want, len, "%s\n%s", vm, sha);
+	pthread_mutex_lock(&last_mu);
+	for (size_t i = 0; i < sizeof deployed_cache / sizeof deployed_cache[0]; i++)
+		if (deployed_cache[i].path && strcmp(deployed_cache[i].path, path) == 0)
+			e = &deployed_cache[i];
+	if (e == NULL || e->dev != st.st_dev || e->ino != st.st_ino || e->size != st.st_size || e->mtime != st.st_mtime) {
+		if (e == NULL)
+			e = &deployed_cache[deployed_next++ % (sizeof deployed_cache / sizeof deployed_cache[0])];
+		if ((rc = read_doc(&doc, path, err)) == LM_OK && deployed_fill(e, path, &st, doc) != 0)
+			rc = lm_err(err, LM_EFAIL, "out of memory");
+		cJSON_Delete(doc);
+	}
+	if (rc == LM_OK && e->path != NULL)
+		*found = bsearch(&want, e->pairs, e->n, sizeof *e->pairs, cmp_pair) != NULL;
+	pthread_mutex_unlock(&last_mu);
+	free(want);
+	return rc;
+}
+
 static void
 now_iso(char out[32])
 {

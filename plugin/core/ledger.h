@@ -100,6 +100,11 @@ int ledger_load(cJSON **out, const char *state, const cJSON *key, char *err);
  * but answered from a small cache. */
 int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key, const char *kind,
     char *err);
+/* *found: whether key's document holds a passing deploy record of vm with payload sha (none:
+ * 0). Cached as ledger_load_last is: a fleet's unchanged rerun asks it of every VM of one
+ * document, which is parsed once, not once per VM at the same time (256 VMs of one image
+ * version on one Mac peaked at 131 MB parsing its 256 records each). */
+int ledger_deployed(int *found, const char *state, const cJSON *key, const char *vm, const char *sha, char *err);
 
 /* The last record of doc whose "kind" is kind, or one of kinds separated by '|'
  * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. A record

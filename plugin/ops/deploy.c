@@ -27,21 +27,13 @@ static int
 recorded_for(const session_opts *o, const cJSON *key, const guest_target *t, const cJSON *last)
 {
 	char err[LM_ERRLEN];
-	cJSON *doc = NULL;
-	const cJSON *rec;
 	int found = 0;
 
 	if (last && strcmp(str_of(last, "vm"), t->name) == 0 && strcmp(str_of(last, "payloadSha256"),
 	    o->info->sha256) == 0)
 		return 1;
-	if (ledger_load(&doc, o->state, key, err) != LM_OK)
-		return 1;
-	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(doc, "records"))
-		if (strcmp(str_of(rec, "kind"), "deploy") == 0 && strcmp(str_of(rec, "vm"), t->name) == 0 &&
-		    strcmp(str_of(rec, "payloadSha256"), o->info->sha256) == 0 && strcmp(str_of(rec, "verdict"), "pass") == 0)
-			found = 1;
-	cJSON_Delete(doc);
-	return found;
+	/* one parse of the document for all its VMs (ledger.h) */
+	return ledger_deployed(&found, o->state, key, t->name, o->info->sha256, err) != LM_OK || found;
 }
 
 /* The workload's process as install.sh confirmed it after the bootstrap ("process" in its
