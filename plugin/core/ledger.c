@@ -498,12 +498,23 @@ ledger_load(cJSON **out, const char *state, const cJSON *key, char *err)
  * document had this inode, size and mtime (every write renames a new, longer file into place).
  * Under last_mu, which also keeps parses to one at a time: 256 workers parsing one document of
  * 256 records at once held 40 MB. A few entries, reused in turn; they live until exit. */
+/* A document as it was: every write renames a new file into place, so these change. */
 typedef struct {
-	char *path, *kind;
 	dev_t dev;
 	ino_t ino;
 	off_t size;
 	time_t mtime;
+} file_id;
+
+static file_id
+file_id_of(const struct stat *st)
+{
+	return (file_id){.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .mtime = st->st_mtime};
+}
+
+typedef struct {
+	char *path, *kind;
+	file_id id;
 	cJSON *last; /* or NULL: the document has no such record */
 } last_entry;
 
@@ -512,9 +523,9 @@ static last_entry last_cache[8];
 static size_t last_next;
 
 static int
-same_file(const last_entry *e, const struct stat *st)
+same_file(const file_id *id, const struct stat *st)
 {
-	return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size && e->mtime == st->st_mtime;
+	return id->dev == st->st_dev && id->ino == st->st_ino && id->size == st->st_size && id->mtime == st->st_mtime;
 }
 
 /* Under last_mu: the entry for path and kind, or NULL. */
@@ -551,7 +562,7 @@ last_remember(const char *path, const char *kind, const struct stat *st, const c
 		memset(e, 0, sizeof *e);
 		return;
 	}
-	e->dev = st->st_dev, e->ino = st->st_ino, e->size = st->st_size, e->mtime = st->st_mtime;
+	e->id = file_id_of(st);
 }
 
 int
@@ -571,7 +582,7 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 	if (stat(path, &st) != 0)
 		return errno == ENOENT ? LM_OK : lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
 	pthread_mutex_lock(&last_mu);
-	if ((e = last_find(path, kind)) != NULL && same_file(e, &st)) {
+	if ((e = last_find(path, kind)) != NULL && same_file(&e->id, &st)) {
 		*recorded = 1;
 		if (e->last && (*out = cJSON_Duplicate(e->last, 1)) == NULL)
 			rc = lm_err(err, LM_EFAIL, "out of memory");
@@ -593,10 +604,7 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
  * passing deploy record, sorted. Filled under last_mu (one parse at a time); a few entries. */
 typedef struct {
 	char *path;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	time_t mtime;
+	file_id id;
 	char **pairs;
 	size_t n;
 } deployed_entry;
@@ -643,7 +651,7 @@ deployed_fill(deployed_entry *e, const char *path, const struct stat *st, const 
 	}
 	if (e->n > 1)
 		qsort(e->pairs, e->n, sizeof *e->pairs, cmp_pair);
-	e->dev = st->st_dev, e->ino = st->st_ino, e->size = st->st_size, e->mtime = st->st_mtime;
+	e->id = file_id_of(st);
 	return 0;
 oom:
 	deployed_clear(e);
@@ -673,7 +681,7 @@ ledger_deployed(int *found, const char *state, const cJSON *key, const char *vm,
 	for (size_t i = 0; i < sizeof deployed_cache / sizeof deployed_cache[0]; i++)
 		if (deployed_cache[i].path && strcmp(deployed_cache[i].path, path) == 0)
 			e = &deployed_cache[i];
-	if (e == NULL || e->dev != st.st_dev || e->ino != st.st_ino || e->size != st.st_size || e->mtime != st.st_mtime) {
+	if (e == NULL || !same_file(&e->id, &st)) {
 		if (e == NULL)
 			e = &deployed_cache[deployed_next++ % (sizeof deployed_cache / sizeof deployed_cache[0])];
 		if ((rc = read_doc(&doc, path, err)) == LM_OK && deployed_fill(e, path, &st, doc) != 0)

@@ -1328,10 +1328,9 @@ chan_pump(ssh_chan *h, const char *mark, int *waiting, char *err)
 capped:
 	/* The rest is not read: freeing the channel closes it, and what the guest sent meanwhile is at
 	 * most the channel's window, which is never opened further. The guest's command gets EPIPE. */
-	libssh2_session_set_timeout(c->s, 1000);
 done:
-	/* Cleaning up after a guest that did not answer (the channel's close, the disconnect) must
-	 * not take another whole timeout: libssh2's was set when the channel opened. */
+	/* Cleaning up after a failed read (the channel's close, the disconnect) must not take
+	 * another whole timeout: libssh2's was set when the channel opened. */
 	if (rc != LM_OK)
 		libssh2_session_set_timeout(c->s, 1000);
 	libssh2_session_set_blocking(c->s, 1);
