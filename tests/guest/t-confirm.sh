@@ -30,8 +30,16 @@ macho "$P/hardened" $ARM64 0 2 65538
 macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
 macho "$P/hardened-both" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
 macho "$T/shim.dylib" $ARM64 0 6 131074
-printf '#!/bin/sh\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
-chmod +x "$P/crash"
+# A script that crashes a second after it starts. /bin/sh is SIP-protected: the simulated launchd
+# purges DYLD_* (LD_PRELOAD with them) there as macOS does, so no shim state comes from it (on
+# the old simulation the shim's state in sh, "not in LUME_METAL_PROCESSES", came first). The
+# same script under an interpreter outside SIP's paths (a copy of sh, as a Homebrew bash would
+# be) gets the shim, whose process is the interpreter, not the script.
+printf '#!/bin/sh\nsleep 1\necho "llama-server: cannot load the model" >&2\nexit 3\n' >"$P/crash"
+mkdir -p "$P/bin"
+cp "$(command -v sh)" "$P/bin/sh"
+printf '#!%s\nsleep 30\n' "$P/bin/sh" >"$P/wrapped"
+chmod +x "$P/crash" "$P/wrapped"
 
 # wl NAME PROGRAM PROCESS [LIB]: a workload NAME (the default's label, so it replaces that
 # service) running PROGRAM, the shim scoped to PROCESS; builds its payload $T/NAME.tar.gz, sets
@@ -112,10 +120,12 @@ runs() {
 }
 
 # Each of these is the image version's: the shim never showed active in the job. A crash loop
-# that leaves no shim state (the script creates no Metal device) is the ambiguous case: an exit
+# that leaves no shim state (the script's sh is protected: no shim) is the ambiguous case: an exit
 # before any state is what dyld's abort looks like, so it counts as the image's too.
 wl crash "$P/crash" crash
 reverted "a crash loop" crash "^the workload launchd runs does not have the shim: $P/crash exited \\(last exit code 3, [0-9]+ runs\\): it crashes; its stderr log ends: .*llama-server: cannot load the model" image
+wl wrapped "$P/wrapped" wrapped
+reverted "a script under an interpreter SIP does not protect" wrapped "^the workload launchd runs does not have the shim: the shim stays stock in $P/wrapped \\(pid [0-9]+\\): process sh is not in LUME_METAL_PROCESSES\$" image
 wl arm64e "$P/arm64e" arm64e "$DYLD"
 reverted "an arm64e program (dyld aborts it)" arm64e "^the workload launchd runs does not have the shim: $P/arm64e exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$T/shim.dylib' could not be loaded: .*have 'arm64', need 'arm64e'" image
 wl hardened "$P/hardened" hardened "$DYLD"
