@@ -375,7 +375,7 @@ watcher(void *arg)
 		for (k = 0, np = 0; k < n; k++) {
 			if (w[k].l->ready == NULL || w[k].fd < 0)
 				continue;
-			w[k].ask = (p[np].revents != 0) | (w[k].l->at <= now);
+			w[k].ask = (p[np].revents != 0) | (w[k].l->at <= now) | (w[k].deadline <= now);
 			np++;
 		}
 		pthread_mutex_lock(&r->mu);
