@@ -494,10 +494,6 @@ ledger_load(cJSON **out, const char *state, const cJSON *key, char *err)
 	return read_doc(out, path, err);
 }
 
-/* ledger_load_last's cache: the last record of one kind of one document, as it was when the
- * document had this inode, size and mtime (every write renames a new, longer file into place).
- * Under last_mu, which also keeps parses to one at a time: 256 workers parsing one document of
- * 256 records at once held 40 MB. A few entries, reused in turn; they live until exit. */
 /* A document as it was: every write renames a new file into place, so these change. */
 typedef struct {
 	dev_t dev;
@@ -512,6 +508,16 @@ file_id_of(const struct stat *st)
 	return (file_id){.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .mtime = st->st_mtime};
 }
 
+static int
+same_file(const file_id *id, const struct stat *st)
+{
+	return id->dev == st->st_dev && id->ino == st->st_ino && id->size == st->st_size && id->mtime == st->st_mtime;
+}
+
+/* ledger_load_last's cache: the last record of one kind of one document, as it was when the
+ * document had this inode, size and mtime (every write renames a new, longer file into place).
+ * Under last_mu, which also keeps parses to one at a time: 256 workers parsing one document of
+ * 256 records at once held 40 MB. A few entries, reused in turn; they live until exit. */
 typedef struct {
 	char *path, *kind;
 	file_id id;
@@ -521,12 +527,6 @@ typedef struct {
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 static last_entry last_cache[8];
 static size_t last_next;
-
-static int
-same_file(const file_id *id, const struct stat *st)
-{
-	return id->dev == st->st_dev && id->ino == st->st_ino && id->size == st->st_size && id->mtime == st->st_mtime;
-}
 
 /* Under last_mu: the entry for path and kind, or NULL. */
 static last_entry *
