@@ -72,14 +72,16 @@ each(const cJSON *doc, const char *path, void *ctx)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
-		/* One VM's workload failed, not the image version (ledger_last skips it): said. */
+		const char *signer = ledger_import_field(r, "signer");
+
+		/* One VM's workload failed, not the image version (ledger_verdict skips it): said. */
 		if (strcmp(s(r, "cause"), "workload") == 0)
 			verdict = "fail:workload";
 
 		if (w->mode == 's') {
 			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
-			    s(r, "payloadSha256"), s(r, "profile"), *s(r, "signer") ? "  from the registry, signer " : "",
-			    s(r, "signer"), *s(r, "signer") ? "..." : "");
+			    s(r, "payloadSha256"), s(r, "profile"), signer ? "  from the registry, signer " : "",
+			    signer ? signer : "", signer ? "..." : "");
 			continue;
 		}
 		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
@@ -209,7 +211,7 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 		return cli_error(EXIT_USAGE, "ledger pull: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger pull")) != EXIT_OK)
 		return rc;
-	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, err)) == LM_OK)
+	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, NULL, err)) == LM_OK)
 		rc = verdicts_import(&added, conn->state, out, err);
 	verdict_trust_clear(&trust);
 	if (rc != LM_OK) {

@@ -11,7 +11,8 @@
 
 const char *const config_keys[] = {
 	"user", "identity", "password-file", "known-hosts", "state", "parallel", "lume", "registry",
-	"organization", "verdicts", "signing-key", "trusted-key", "confirm-timeout", "confirm-settle", NULL,
+	"organization", "verdicts", "signing-key", "trusted-key", "confirm-timeout", "confirm-settle",
+	"verdict-registries", "registry-auth", NULL,
 };
 #define NKEYS (sizeof config_keys / sizeof *config_keys - 1)
 
@@ -26,7 +27,7 @@ struct config {
 static int
 path_key(size_t k)
 {
-	return k == 1 || k == 2 || k == 3 || k == 4 || k == 6 || k == 11;
+	return k == 1 || k == 2 || k == 3 || k == 4 || k == 6 || k == 11 || k == 15;
 }
 
 static size_t
@@ -114,7 +115,8 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			    (int)(kn > 64 ? 64 : kn), s, best);
 		return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s' (keys: user, identity, password-file, "
 		    "known-hosts, state, parallel, lume, registry, organization, verdicts, signing-key, trusted-key, "
-		    "confirm-timeout, confirm-settle)", c->path, line, (int)(kn > 64 ? 64 : kn), s);
+		    "confirm-timeout, confirm-settle, verdict-registries, registry-auth)", c->path, line,
+		    (int)(kn > 64 ? 64 : kn), s);
 	}
 	if (c->value[k] != NULL)
 		return lm_err(err, LM_EINPUT, "%s:%d: %s is set already, on line %d", c->path, line, config_keys[k],

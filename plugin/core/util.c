@@ -584,3 +584,18 @@ lm_edits(const char *a, size_t la, const char *b)
 		}
 	return d[la][lb];
 }
+
+char *
+lm_printable(char *out, size_t len, const char *s)
+{
+	size_t i = 0;
+
+	if (s == NULL)
+		s = "?";
+	for (; s[i] && i + 1 < len; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	out[i] = '\0';
+	if (s[i] && len > 4)
+		memcpy(out + len - 4, "...", 4);
+	return out;
+}

@@ -7,6 +7,10 @@
 
 #define LM_ERRLEN 512
 
+/* A macro's value as a string literal. */
+#define LM_XSTR(x) #x
+#define LM_STR(x) LM_XSTR(x)
+
 /* Error codes returned (negated) by every module; main maps them to exit codes. */
 enum {
 	LM_OK = 0,
@@ -78,6 +82,10 @@ size_t lm_first_repeat(const char *const *names, size_t n);
 /* The edit distance of a's first la bytes and b (Levenshtein, a swap of two neighbours counting
  * as one edit): for "did you mean" on short names; SIZE_MAX when either is 64 bytes or more. */
 size_t lm_edits(const char *a, size_t la, const char *b);
+
+/* s with each byte outside printable ASCII shown as '?', cut to fit out (len bytes, ending in
+ * "..."); "?" for NULL: untrusted text fit for a message. Returns out. */
+char *lm_printable(char *out, size_t len, const char *s);
 
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);

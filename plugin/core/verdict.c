@@ -544,7 +544,20 @@ check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, co
 			rc = refuse(o, VERDICT_BAD, "the predicate's record %d is not a ledger record: %s", n, bad);
 			goto done;
 		}
+		if (cJSON_HasObjectItem(e, LEDGER_IMPORTED)) {
+			rc = refuse(o, VERDICT_BAD, "the predicate's record %d carries \"" LEDGER_IMPORTED "\", which only "
+			    "an import sets: a signer cannot say where its own record came from", n);
+			goto done;
+		}
+		if (ledger_time_cmp(gstr(e, "time"), o->time) > 0)
+			snprintf(o->time, sizeof o->time, "%s", gstr(e, "time"));
 		n++;
+	}
+	{
+		char hex[65];
+
+		lm_sha256_hex(hex, payload, plen);
+		snprintf(o->statement, sizeof o->statement, "sha256:%s", hex);
 	}
 	o->key = cJSON_DetachItemFromObjectCaseSensitive(pred, "key");
 	o->records = cJSON_DetachItemFromObjectCaseSensitive(pred, "records");

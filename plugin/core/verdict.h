@@ -80,6 +80,9 @@ typedef struct {
 	char why[LM_ERRLEN]; /* when not trusted: why, in words */
 	cJSON *key;       /* trusted only: the predicate's ledger key (owned) */
 	cJSON *records;   /* trusted only: its records, each as ledger_record_problem wants (owned) */
+	char statement[VERDICT_KEYID_LEN + 1]; /* trusted only: "sha256:" + hex of the signed payload's
+	                                        * bytes, what names one statement however it is wrapped */
+	char time[40];    /* trusted only: its signed time, the newest of its records' "time" */
 } verdict_opened;
 
 /* The status word: "trusted", "untrusted", "unsigned", "refused". */
@@ -90,7 +93,8 @@ const char *verdict_status_name(int status);
  * signatures checked against every key of trust over the PAE of its payload, and, when one
  * verifies, its statement checked: the Statement v1 type, VERDICT_PREDICATE_TYPE, a subject
  * whose sha256 is digest's, a predicate key object whose "imageDigest" is digest (strings or
- * null, at most 16 fields) and 1..VERDICT_RECORDS_MAX records ledger_record_problem accepts.
+ * null, at most 16 fields) and 1..VERDICT_RECORDS_MAX records ledger_record_problem accepts,
+ * none of which carries the importer's field "imported" (ledger.h: what only an import sets).
  * LM_OK with out->status VERDICT_TRUSTED and out->key and out->records set; otherwise
  * LM_EREFUSED with out->status and out->why (unsigned; signed by an untrusted key, named; a
  * signature that does not verify with the trusted key it names; anything malformed). Clear out

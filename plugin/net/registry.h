@@ -23,6 +23,16 @@ typedef struct {
 int registry_creds_from_env(registry_creds *out);
 void registry_creds_clear(registry_creds *c);
 
+/* The credentials for registry (HOST[:PORT]) and nothing else, as Docker keeps them per host:
+ * auth_file's (a Docker config, {"auths": {"HOST[:PORT]" or "https://HOST/...": {"auth":
+ * base64 of USER:SECRET} or {"username", "password"}}}; a regular file only its owner can read,
+ * else refused), else the environment's (registry_creds_from_env) when registry is env_registry
+ * (NULL: ghcr.io), the registry `lume push` sends them to; else none. Host names compare case-
+ * insensitively. Returns 1 (*out filled), 0 (anonymous), LM_EINPUT naming auth_file when it
+ * cannot be used, LM_EFAIL out of memory. Secrets read are wiped once copied. */
+int registry_creds_for(registry_creds *out, const char *registry, const char *env_registry, const char *auth_file,
+    char *err);
+
 /* The manifest digest the registry answers for repo:tag (e.g. "127.0.0.5:5000", "trycua/
  * macos-tahoe-cua", "latest") into out. registry is HOST[:PORT] as Lume's --registry takes it:
  * plain http when HOST is a loopback address (127.0.0.0/8, ::1, localhost), https otherwise.

@@ -413,12 +413,13 @@ record_validation(build *g, const cJSON *key, const char *digest, char *err)
 {
 	const cJSON *val = cJSON_GetObjectItemCaseSensitive(g->r, "validate"), *v;
 	cJSON *last = NULL;
+	const ledger_want w = validate_want(g->o->deploy.info);
 	int rc;
 
 	if (val == NULL)
 		return LM_OK;
-	if ((rc = ledger_load_last(&last, NULL, g->o->deploy.state, cJSON_GetObjectItemCaseSensitive(val, "key"),
-	    "validate", err)) != LM_OK)
+	if ((rc = ledger_load_verdict(&last, NULL, g->o->deploy.state, cJSON_GetObjectItemCaseSensitive(val, "key"),
+	    &w, err)) != LM_OK)
 		return rc;
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (!cJSON_IsString(v) || strcmp(v->valuestring, "pass") != 0)

@@ -47,9 +47,15 @@ check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$T/keyA' -n
 check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$T/keyA"
 check_has "... never overwriting it" "never overwritten" "$T/.out"
 "$LM" key generate "$T/keyC" >/dev/null || exit 1
-printf 'signing-key=%s\ntrusted-key=%s.pub\n' "$T/keyA" "$T/keyA" >"$T/cfg-A/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyA" >"$T/cfg-B/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyC" >"$T/cfg-C/lume-metal/config"
+# A pushes to the test registry, the one the environment's GITHUB_* credentials are for
+# (registry=). B asks it for what its guests' image.json names (verdict-registries), with
+# credentials for that host only, as Docker keeps them (registry-auth); C names it registry=.
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$R" "$(printf 'lume:s3cret-test' | base64)" >"$T/auth-B.json"
+chmod 600 "$T/auth-B.json"
+printf 'signing-key=%s\ntrusted-key=%s.pub\nregistry=%s\n' "$T/keyA" "$T/keyA" "$R" >"$T/cfg-A/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nverdict-registries=%s\nregistry-auth=%s\n' "$T/keyA" "$R" "$T/auth-B.json" \
+	>"$T/cfg-B/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$T/keyC" "$R" >"$T/cfg-C/lume-metal/config"
 check_rc "config shows verdicts, signing-key and trusted-key with their source" 0 \
 	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" config
 check_grep "... verdicts registry from the file" "^verdicts +registry +config:$T/cfg-B/lume-metal/config:1" "$T/.out"
@@ -133,14 +139,16 @@ check_grep "... deployed" '"state":"deployed"' "$T/dB"
 check_grep "... on the registry's verdict, imported" '"verdicts":\{"source":"registry","repository":"[^"]*org/shim","requests":[0-9]+,"ms":[0-9]+,"state":"imported"' "$T/dB"
 check_grep "... naming its signer" "\"signer\":\"$KA\"" "$T/dB"
 if grep -q '"meanKld"' "$T/dB" || grep -q 'llama-perplexity' "$T/dB"; then not_ok "... without a validate run on B"; else ok "... without a validate run on B"; fi
-check "... and B's ledger records name the registry, the signer and the artifact" python3 -c '
+check "... and B's ledger records name the registry, the signer, the artifact and the statement" python3 -c '
 import glob, json, sys
 recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"]]
-imp = [r for r in recs if r.get("source") == "registry"]
+imp = [r for r in recs if "imported" in r]
 assert sorted(r["kind"] for r in imp) == ["golden", "validate"], recs
-assert all(r["signer"] == sys.argv[2] and r["artifact"] == sys.argv[3] for r in imp), imp
-assert [r["kind"] for r in recs if r.get("source") != "registry"] == ["deploy"], recs
-assert not [r for r in recs if r["kind"] == "validate" and r.get("source") != "registry"], "B validated"' \
+assert all(r["imported"]["from"] == "registry" and r["imported"]["signer"] == sys.argv[2] and
+           r["imported"]["artifact"] == sys.argv[3] and r["imported"]["statement"].startswith("sha256:") for r in imp), imp
+assert not [r for r in imp if "signer" in r or "artifact" in r or r.get("source") == "registry"], imp
+assert [r["kind"] for r in recs if "imported" not in r] == ["deploy"], recs
+assert not [r for r in recs if r["kind"] == "validate" and "imported" not in r], "B validated"' \
 	"$T/state-B" "$KA" "$ART"
 check_rc "B: ledger show names the registry verdict and its signer" 0 ctl B ledger
 check_grep "... golden pass, from the registry" "golden +pass .*from the registry, signer ${KA%"${KA#???????????????????????}"}" "$T/.out"
@@ -155,7 +163,7 @@ check "C (trusting another key): exit 3" test "$rc" -eq 3
 check_grep "... refused" '"state":"refused"' "$T/dC"
 check_grep "... naming the untrusted signer" "signed by $KA, a key this controller does not trust" "$T/dC"
 check_grep "... and the command to run" 'validate it first: lume-metal validate vc --workload llama-server' "$T/dC"
-check "... nothing of A's written into C's ledger" sh -c "! grep -rqs '\"source\": *\"registry\"' '$T/state-C/ledger'"
+check "... nothing of A's written into C's ledger" sh -c "! grep -rqs '\"imported\"' '$T/state-C/ledger'"
 cp "$T/dC" "$T/done-when-2.json"
 
 # Registry down: the gate falls back to the local ledger and says so.
