@@ -4,10 +4,9 @@
 #ifndef LM_LEDGER_INT_H
 #define LM_LEDGER_INT_H
 
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <sys/types.h>
-
-#include "core/ledger.h"
 
 /* The database's identity: PRAGMA application_id ("LMLG") and user_version (its schema). */
 #define LEDGER_APP_ID 0x4c4d4c47

@@ -1,6 +1,7 @@
 /* ledger_legacy: the JSON documents under <state>/ledger/ that were the ledger before its
  * database (ledger.h): checked before a run (ledger_readable), migrated, and the marker that
  * makes an older lume-metal refuse the state. */
+#include "core/ledger.h"
 #include "core/ledger_int.h"
 
 #include <dirent.h>

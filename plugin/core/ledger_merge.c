@@ -1,5 +1,6 @@
 /* ledger_merge: the records of ledgers fetched from other machines (ledger.h): every source
  * read and checked first, then one transaction into this ledger's database. */
+#include "core/ledger.h"
 #include "core/ledger_int.h"
 
 #include <errno.h>

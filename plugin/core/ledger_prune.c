@@ -1,5 +1,6 @@
 /* ledger_prune: bounded history (ledger.h): what ledger_prune removes, and the same rule for
  * one VM after an append when a retention is set. */
+#include "core/ledger.h"
 #include "core/ledger_int.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* ledger_query: the ledger's reads and its append (ledger.h) over the database of
  * ledger_store.c: each one indexed query, or one INSERT in one transaction. */
+#include "core/ledger.h"
 #include "core/ledger_int.h"
 
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* ledger_store: the ledger's database, <state>/ledger.db (ledger.h, ledger_int.h). One
  * connection per database per process, every use under one lock (SQLite's own locks, with a
  * busy timeout, between processes). */
+#include "core/ledger.h"
 #include "core/ledger_int.h"
 
 #include <errno.h>

@@ -74,7 +74,8 @@ D=$(head_digest org/shim 1)
 check "... pushed: the registry has shim:1 (curl -I)" sh -c "printf '%s' '$D' | grep -Eqx 'sha256:[0-9a-f]{64}'"
 check "... and the additional tag, the same manifest" test "$(head_digest org/shim latest)" = "$D"
 check_has "... the digest it reports is the registry's" "\"digest\":\"$D\"" "$T/g1"
-grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json >"$T/docs" 2>/dev/null
+ledger_docs "$T/state" "$T/ledger-docs"
+grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json >"$T/docs" 2>/dev/null
 check "... one ledger document has a golden record" test "$(wc -l <"$T/docs")" -eq 1
 doc=$(head -n 1 "$T/docs")
 check_grep "... keyed by the registry's digest" "\"imageDigest\":[[:space:]]*\"$D\"" "${doc:-/dev/null}"
@@ -199,5 +200,6 @@ rc=$?
 check "the registry gone after the push: exit 1" test "$rc" -eq 1
 check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"
 check_has "... nothing recorded" "; nothing recorded" "$T/g5"
-check "... and the ledger still has one golden record" test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json | wc -l)" -eq 1
+ledger_docs "$T/state" "$T/ledger-docs"
+check "... and the ledger still has one golden record" test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json | wc -l)" -eq 1
 t_done

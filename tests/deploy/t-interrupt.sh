@@ -64,7 +64,8 @@ check_grep "... the running VM finished" '^slow +deployed' "$T/int1.out"
 check_grep "... the others skipped as interrupted" '^f1 +skipped +interrupted' "$T/int1.out"
 check_grep "... in the summary" '^# 3 VM\(s\):.* deployed 1.* skipped 2' "$T/int1.out"
 check "... only the slow VM is on the new release" test "$(currents | tr '\n' ' ')" = "releases/$A none none "
-check "... and it is recorded in the ledger" sh -c 'cat "$1"/ledger/*.json | grep -q "\"payloadSha256\":[[:space:]]*\"$2\""' - "$T/state" "$A"
+ledger_text "$T/state" >"$T/ledger.txt"
+check "... and it is recorded in the ledger" grep -q "\"payloadSha256\":[[:space:]]*\"$A\"" "$T/ledger.txt"
 rm -f "$T/open" "$T/entered"
 
 # With --json, the same in objects.
@@ -108,7 +109,7 @@ i=0; while [ -e "$(root slow)/.lock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i 
 check "... the guest's install ran to its end: the new release is current" test "$(readlink "$(root slow)/current")" = "releases/$B"
 check "... and it let go of its lock" test ! -e "$(root slow)/.lock"
 check "... and of its staging folder" sh -c '! ls -A "$1/staging" | grep -q .' - "$(root slow)"
-recs() { cat "$T"/state/ledger/*.json | grep -c "\"payloadSha256\":[[:space:]]*\"$1\""; }
+recs() { ledger_text "$T/state" | grep -c "\"payloadSha256\":[[:space:]]*\"$1\""; }
 check "... and it is not in the ledger" test "$(recs "$B")" -eq 0
 rm -f "$T/gate2"
 check_rc "the next deploy finds it current" 0 lm deploy slow --payload "$T/b.tar.gz"
