@@ -220,8 +220,12 @@ legacy_migrate(ledger_db *d, char *err)
 
 	if (lm_fmt(dir, sizeof dir, "%s/ledger", d->state) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", d->state);
-	if (stat(dir, &st) != 0)
-		return errno == ENOENT ? legacy_marker(d->state, err) : lm_err(err, LM_EFAIL, "%s: %s", dir, strerror(errno));
+	if (stat(dir, &st) != 0) {
+		if (errno != ENOENT)
+			return lm_err(err, LM_EFAIL, "%s: %s", dir, strerror(errno));
+		legacy_marker(d->state, NULL); /* nothing to migrate: a state that cannot be written still reads */
+		return LM_OK;
+	}
 	if (!S_ISDIR(st.st_mode))
 		return lm_err(err, LM_EFAIL, "%s: not a directory (where the JSON ledger was, and the marker for older "
 		    "lume-metal goes): move it aside", dir);
@@ -253,7 +257,10 @@ legacy_migrate(ledger_db *d, char *err)
 done:
 	free(done);
 	legacy_free(names, n);
-	return rc == LM_OK ? legacy_marker(d->state, err) : rc;
+	if (rc != LM_OK)
+		return rc;
+	/* Once documents were migrated, the marker must be there: an older lume-metal would read none. */
+	return n > 0 ? legacy_marker(d->state, err) : (legacy_marker(d->state, NULL), LM_OK);
 }
 
 int

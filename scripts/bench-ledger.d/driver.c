@@ -201,6 +201,11 @@ main(int argc, char **argv)
 	}
 	key = load(argv[3]);
 	rec = load(argv[4]);
+	{
+		char sha[65];
+
+		lm_sha256_hex(sha, "", 0); /* libcrypto's first use loads its provider: a controller has */
+	}
 	t0 = now_ms(), c0 = cpu_ms();
 	if (strcmp(argv[1], "fill") == 0 && argc == 6)
 		rc = fill(argv[2], key, rec, atol(argv[5]), err);

@@ -35,6 +35,7 @@ size = len(json.dumps(o, separators=(",", ":")))
 print("# the observation: %d bytes; the golden deploy record: %d" % (size, len(json.dumps(
     [r for r in recs if r.get("vm") == "golden"][0], separators=(",", ":")))))
 assert size < 1024, size' "$T/docs" "$A"
+grep '^# the observation' "$T/.out" || true
 check_rc "deploy clone-1 again: plainly unchanged" 0 lm deploy clone-1 --payload "$T/a.tar.gz"
 check_grep "... nothing reconciled" '^clone-1 +unchanged +this payload is already current$' "$T/.out"
 check "... and nothing more recorded" test "$(records observe)" -eq 1

@@ -648,10 +648,53 @@ test_verdict_order(void)
 	cJSON_Delete(doc);
 }
 
+/* A JSON document that does not read, left by an older lume-metal beside the database: its
+ * image version is neither read nor written, the others are, and it stays as it was. */
+static void
+test_corrupt(const cJSON *k, const cJSON *k2, const cJSON *rec)
+{
+	char err[LM_ERRLEN] = "", path[4096], *before = NULL, *after = NULL;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/corrupt/ledger", dir);
+	lm_mkdirs(path, err);
+	snprintf(path, sizeof path, "%s/corrupt", dir);
+	put(path, k2, "other", "2026-01-01T00:00:00Z", err); /* the database exists first: the document comes after */
+	{
+		char c[4200];
+		pid_t pid;
+		int st = 0;
+
+		snprintf(c, sizeof c, "%s/corrupt", dir);
+		ledger_path(path, sizeof path, c, k);
+		write_text(path, "{\"key\": {}, \"records\": [");
+		lm_read_file(&before, NULL, path, 1 << 20, NULL);
+		/* a new process: this one opened the database before the document was there */
+		if ((pid = fork()) == 0)
+			_exit(ledger_append(c, k, rec, err) == LM_EFAIL && strstr(err, path) ? 0 : 1);
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "appending to an image version whose document is corrupt is refused, "
+		    "naming it");
+		if ((pid = fork()) == 0)
+			_exit(put(c, k2, "other2", "2026-01-01T00:00:01Z", err) == LM_OK ? 0 : 1);
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "... while another image version is written");
+		lm_read_file(&after, NULL, path, 1 << 20, NULL);
+		UNIT_OK(before && after && strcmp(before, after) == 0, "... and the file is left as it was");
+		if ((pid = fork()) == 0) {
+			n = 0;
+			_exit(ledger_each(c, count, &n, err) == LM_EFAIL && n == 2 && strstr(err, path) ? 0 : 1);
+		}
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "walking the ledger reports it too, after the other's 2 records");
+	}
+	free(before), free(after);
+}
+
 int
 main(void)
 {
-	char err[LM_ERRLEN] = "", path[4096], *before = NULL, *after = NULL;
+	char err[LM_ERRLEN] = "", path[4096];
 	cJSON *k = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.5.2", "25F84", "VirtualMac2,1",
 	    "Apple M1 Ultra", "25G76");
 	cJSON *k2 = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.6", "25G5", "VirtualMac2,1",
@@ -718,41 +761,7 @@ main(void)
 	cJSON_Delete(doc);
 	UNIT_OK(ledger_each(dir, count, &n, err) == LM_OK && n == 35, "ledger_each walks every document (35 records)");
 
-	/* A JSON document that does not read (left by an older lume-metal) is reported and never
-	 * overwritten: its image version is not written, the others are. */
-	snprintf(path, sizeof path, "%s/corrupt/ledger", dir);
-	lm_mkdirs(path, err);
-	snprintf(path, sizeof path, "%s/corrupt", dir);
-	put(path, k2, "other", "2026-01-01T00:00:00Z", err); /* the database exists first: the document comes after */
-	{
-		char c[4200];
-		pid_t pid;
-		int st = 0;
-
-		snprintf(c, sizeof c, "%s/corrupt", dir);
-		ledger_path(path, sizeof path, c, k);
-		write_text(path, "{\"key\": {}, \"records\": [");
-		lm_read_file(&before, NULL, path, 1 << 20, NULL);
-		/* a new process: this one opened the database before the document was there */
-		if ((pid = fork()) == 0)
-			_exit(ledger_append(c, k, rec, err) == LM_EFAIL && strstr(err, path) ? 0 : 1);
-		waitpid(pid, &st, 0);
-		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "appending to an image version whose document is corrupt is refused, "
-		    "naming it");
-		if ((pid = fork()) == 0)
-			_exit(put(c, k2, "other2", "2026-01-01T00:00:01Z", err) == LM_OK ? 0 : 1);
-		waitpid(pid, &st, 0);
-		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "... while another image version is written");
-		lm_read_file(&after, NULL, path, 1 << 20, NULL);
-		UNIT_OK(before && after && strcmp(before, after) == 0, "... and the file is left as it was");
-		if ((pid = fork()) == 0) {
-			n = 0;
-			_exit(ledger_each(c, count, &n, err) == LM_EFAIL && n == 2 && strstr(err, path) ? 0 : 1);
-		}
-		waitpid(pid, &st, 0);
-		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "walking the ledger reports it too, after the other's 2 records");
-	}
-	free(before), free(after);
+	test_corrupt(k, k2, rec);
 
 	test_merge(k, k2);
 	test_merge_order(k);
