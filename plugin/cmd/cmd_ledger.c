@@ -278,7 +278,7 @@ prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int na
 		double removed = cJSON_GetObjectItemCaseSensitive(out, "removed")->valuedouble;
 
 		cli_printf("%s %.0f record(s) of %d image version(s)%s (kept: every record that gates, the newest of each "
-		    "kind and payload, each VM's newest %ld, each image version's newest %ld observations)\n",
+		    "kind and payload, each VM's newest %ld, each image version's newest %ld records of clones)\n",
 		    dry_run ? "would remove" : "removed", removed, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out,
 		    "versions")), dry_run ? ", nothing removed (--dry-run)" : "", keep, keep);
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(out, "versions")) {

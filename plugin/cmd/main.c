@@ -178,7 +178,7 @@ static const cli_command commands[] = {
 	    "kind (--json: {\"keep\", \"dryRun\", \"removed\", \"kept\", \"versions\"}). It keeps every record\n"
 	    "that gates (validate, golden, a failing deploy whose cause is not the workload), the newest\n"
 	    "record of each kind and payload, each VM's newest N records and each image version's newest\n"
-	    "N observations (a clone seen with the payload current).\n"
+	    "N records of clones (observations, and deploy records reconciled from a clone's install.json).\n"
 	    "  --keep N          N (1..1000000; default: ledger-keep of the config file, else 20)\n"
 	    "  --dry-run         remove nothing: say what would go\n\n"
 	    "push signs this ledger's records of the image version IMAGE names (REGISTRY/REPO:TAG or\n"

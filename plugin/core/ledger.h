@@ -136,7 +136,7 @@ char *ledger_record_who(char *out, size_t len, const cJSON *rec);
  * database as needed: one INSERT in one transaction. A record that ledger_record_problem
  * refuses is an input error naming why (LM_EINPUT) and is not written. With a retention set
  * (ledger_retention), the same transaction removes what ledger_prune would of the record's VM
- * (or, for an observation, of the image version's observations). A database or document that
+ * (or, for a clone's record, of the image version's clones' records). A database or document that
  * does not read is reported with its path (LM_EFAIL). */
 int ledger_append(const char *state, const cJSON *key, const cJSON *record, char *err);
 
@@ -194,7 +194,8 @@ int ledger_readable(const char *state, char *err);
  * non-zero return and returns it. A document that cannot be read or parsed (a JSON document
  * left unmigrated, a record of the database that is not JSON) costs only itself: fn is called
  * for every other one, and then the return is LM_EFAIL, err naming the first such path and how
- * many there were. */
+ * many there were. Each document is built whole in memory (`ledger show`, `export`, `push`,
+ * `report --ledger`): about five times its records' JSON; ledger_prune bounds it. */
 int ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, void *ctx), void *ctx,
     char *err);
 
@@ -229,9 +230,10 @@ int ledger_merge(ledger_merge_counts *out, const char *state, const char *const 
  * image version that had something removed. Kept, whatever N: every record that gates
  * (validate and golden records, and deploy records whose verdict is "fail" unless their cause
  * is "workload"); the newest record of each kind, payload, profile and workload, the one
- * ledger_verdict and ledger_last would return; each VM's newest N records; and the newest N
- * observations of each image version (ephemeral clones leave one each: they are bounded per
- * image version, not per VM). dry_run: nothing is removed, *out says what would be. One
+ * ledger_verdict and ledger_last would return; each VM's newest N records; and each image
+ * version's newest N records of clones, observations and records with "reconciled": true (the
+ * deploy records a clone left before observations): ephemeral clones leave one each, so they are
+ * bounded per image version, not per VM. dry_run: nothing is removed, *out says what would be. One
  * transaction; the file's freed pages are given back (incremental vacuum). */
 int ledger_prune(cJSON **out, const char *state, int keep, int dry_run, char *err);
 

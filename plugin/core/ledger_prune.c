@@ -12,15 +12,15 @@
 /* Never removed: what gates (ledger.h). SQL over a row of records. */
 #define GATES "(kind IN ('validate', 'golden') OR (kind = 'deploy' AND verdict IS 'fail' AND cause IS NOT 'workload'))"
 
-/* The ids ledger_prune removes, into temp.prune: beyond each VM's newest ?1 (observations:
- * beyond the image version's newest ?1), not gating, and not the newest by place of their
- * kind, payload, profile and workload (cause "workload" last: never a verdict). The newest by
- * place is also the verdict but where a fail wins a tie, and a fail that is not the
- * workload's gates: kept. */
+/* The ids ledger_prune removes, into temp.prune: beyond each VM's newest ?1 (what clones leave,
+ * observations and reconciled records: beyond the image version's newest ?1), not gating, and
+ * not the newest by place of their kind, payload, profile and workload (cause "workload" last:
+ * never a verdict). The newest by place is also the verdict but where a fail wins a tie, and a
+ * fail that is not the workload's gates: kept. */
 static const char prune_sql[] =
     "INSERT INTO temp.prune SELECT id FROM (SELECT id, kind, verdict, cause, "
-    " row_number() OVER (PARTITION BY key_id, kind IS '" LEDGER_OBSERVE "', CASE WHEN kind IS '" LEDGER_OBSERVE "' "
-    "  THEN NULL ELSE vm END ORDER BY sorttime DESC, id DESC) AS hist, "
+    " row_number() OVER (PARTITION BY key_id, reconciled, CASE WHEN reconciled = 1 THEN NULL ELSE vm END "
+    "  ORDER BY sorttime DESC, id DESC) AS hist, "
     " row_number() OVER (PARTITION BY key_id, kind, payload, profile, workload ORDER BY cause IS 'workload', "
     "  sorttime DESC, id DESC) AS place "
     " FROM records) WHERE hist > ?1 AND place > 1 AND NOT " GATES;
@@ -153,20 +153,21 @@ int
 prune_after_append(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, int keep, char *err)
 {
 	const char *kind = lj_str(rec, "kind");
-	int observe = kind != NULL && strcmp(kind, LEDGER_OBSERVE) == 0, rc = LM_OK, step = SQLITE_DONE, newest;
+	int clone = cJSON_IsTrue(lj_get(rec, "reconciled")) || (kind != NULL && strcmp(kind, LEDGER_OBSERVE) == 0);
+	int rc = LM_OK, step = SQLITE_DONE, newest;
 	sqlite3_int64 gone[TRIM_MAX];
 	size_t n = 0;
 	sqlite3_stmt *c, *del;
 	char sql[600];
 
-	/* This VM's records past its newest keep, or the image version's observations past theirs. */
+	/* This VM's records past its newest keep, or the image version's clones' past theirs. */
 	snprintf(sql, sizeof sql, "SELECT id, kind, payload, profile, workload, sorttime, cause, key_id, %s AS gates "
 	    "FROM records WHERE key_id = ?1 AND %s ORDER BY sorttime DESC, id DESC LIMIT %d OFFSET ?3", GATES,
-	    observe ? "kind = '" LEDGER_OBSERVE "'" : "vm IS ?2 AND kind IS NOT '" LEDGER_OBSERVE "'", TRIM_MAX);
+	    clone ? "reconciled = 1" : "vm IS ?2 AND reconciled = 0", TRIM_MAX);
 	if ((c = store_prep(d, sql, err)) == NULL)
 		return LM_EFAIL;
 	sqlite3_bind_int64(c, 1, key_id);
-	if (!observe)
+	if (!clone)
 		sqlite3_bind_text(c, 2, lj_str(rec, "vm"), -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(c, 3, keep);
 	while (rc == LM_OK && n < TRIM_MAX && (step = sqlite3_step(c)) == SQLITE_ROW) {

@@ -20,7 +20,9 @@
 /* Made in a temporary file, then linked into place: <state>/ledger.db is never a database
  * without this schema. The record's JSON is the record; the other columns are what lookups
  * need, taken from it (NULL where it has no such string): sorttime is its "time" as
- * ledger_sort_time makes it. auto_vacuum: ledger_prune gives freed pages back. */
+ * ledger_sort_time makes it; reconciled is 1 for what a clone leaves, an observation or a
+ * record with "reconciled": true (ledger_prune bounds them per image version, not per VM).
+ * auto_vacuum: ledger_prune gives freed pages back. */
 static const char schema[] =
     "PRAGMA auto_vacuum = INCREMENTAL;"
     "PRAGMA journal_mode = WAL;"
@@ -30,10 +32,11 @@ static const char schema[] =
     "CREATE TABLE keys (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL, key TEXT NOT NULL);"
     "CREATE TABLE records (id INTEGER PRIMARY KEY, key_id INTEGER NOT NULL REFERENCES keys (id), kind TEXT,"
     " vm TEXT, verdict TEXT, sorttime TEXT NOT NULL, payload TEXT, profile TEXT, workload TEXT, cause TEXT,"
-    " record TEXT NOT NULL);"
+    " reconciled INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);"
     "CREATE INDEX records_gate ON records (key_id, kind, payload, sorttime);"
     "CREATE INDEX records_kind ON records (key_id, kind, sorttime);"
     "CREATE INDEX records_vm ON records (key_id, vm, sorttime);"
+    "CREATE INDEX records_reconciled ON records (key_id, sorttime) WHERE reconciled = 1;"
     "COMMIT;";
 
 static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -395,7 +398,7 @@ store_insert(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, char *err)
 	if (text == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	if ((s = store_cached(d, 1, "INSERT INTO records (key_id, kind, vm, verdict, sorttime, payload, profile, workload, "
-	    "cause, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err)) == NULL) {
+	    "cause, reconciled, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err)) == NULL) {
 		free(text);
 		return LM_EFAIL;
 	}
@@ -403,7 +406,9 @@ store_insert(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, char *err)
 	ledger_sort_time(when, lj_str(rec, "time"));
 	for (int i = 0; i < 8; i++)
 		store_bind_text(s, i + 2, cols[i] ? lj_str(rec, cols[i]) : when);
-	sqlite3_bind_text(s, 10, text, -1, free);
+	sqlite3_bind_int(s, 10, cJSON_IsTrue(lj_get(rec, "reconciled")) ||
+	    (lj_str(rec, "kind") && strcmp(lj_str(rec, "kind"), LEDGER_OBSERVE) == 0));
+	sqlite3_bind_text(s, 11, text, -1, free);
 	rc = sqlite3_step(s) == SQLITE_DONE ? LM_OK : store_fail(d, "writing", err);
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
