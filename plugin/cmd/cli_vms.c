@@ -537,10 +537,14 @@ started(void *ctx, size_t i)
 static void
 show(const live *l, const cJSON *res)
 {
+	const cJSON *kn = cJSON_GetObjectItemCaseSensitive(res, "knownHostsNote");
+
 	if (l->json)
 		cli_print_json(res);
 	else
 		print_line(res);
+	if (!l->json && cJSON_IsString(kn))
+		cli_error(0, "warning: %s: known hosts lines skipped: %s", str(res, "vm", "?"), kn->valuestring);
 }
 
 /* With --order input: every result whose turn has come (all before it printed). */

@@ -62,6 +62,8 @@ connect_vm(cJSON *r, guest_target *t, const session_opts *o)
 	}
 	if (t->host)
 		cJSON_AddStringToObject(r, "address", t->host);
+	if (ssh_known_hosts_notes(c) != NULL)
+		cJSON_AddStringToObject(r, "knownHostsNote", ssh_known_hosts_notes(c));
 	return c;
 }
 
