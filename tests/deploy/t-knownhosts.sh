@@ -86,7 +86,8 @@ printf '[%s]:%s %s\n' $A "$P" "$EC" | case_ "known only under another key type" 
 printf '%s %s\n' $A "$OTHER" | case_ "another key for the plain host" $A add refuse
 # A hashed name whose salt is 88 base64 characters (66 bytes: the old code decoded it into 64).
 salt88=$(printf 'QUFB%.0s' 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22)
-printf 'oldbox ssh-ed25519\n@junk x y z\n|1|%s|AAAA %s\n[%s]:%s %s\n' "$salt88" "$HK" $A "$P" "$HK" | case_ "malformed lines of other hosts" $A accept accept
+printf 'oldbox ssh-ed25519\n@junk x y z\n|1|%s|AAAA %s\n[%s]:%s %s\n' "$salt88" "$HK" $A "$P" "$HK" |
+	case_ "malformed lines of other hosts" $A accept accept
 printf '[%s]:%s %s\n' $A "$P" "$SHORT" | case_ "a malformed line for this host" $A add refuse
 printf '# mine\n\n   \n\t# indented\n[%s]:%s %s   # the guest\n' $A "$P" "$HK" | case_ "comments and blank lines" $A accept accept
 printf 'other.example %s' "$OTHER" | case_ "no final newline, another host" $A add refuse
@@ -103,6 +104,6 @@ check_grep "... as a warning on stderr without --json" "^lume-metal: warning: .*
 printf '@revoked * %s\n' "$HK" >"$T/kh.rev"
 check_rc "a revoked key, --accept-new: refused (exit 1)" 1 "$LM" status --host "$ME@$A:$P" -i "$T/id_ed25519" \
 	--known-hosts "$T/kh.rev" --state "$T/state" --accept-new --json
-check_grep "... hostkey-mismatch, saying REVOKED with the file and line" \
-	"\"state\":\"hostkey-mismatch\",\"message\":\"[^\"]*HOST KEY REVOKED: the guest offers SHA256:[^ ]*, which $T/kh.rev marks @revoked at line 1; refusing" "$T/.out"
+check_grep "... hostkey-mismatch, saying REVOKED with the file and line" "\"state\":\"hostkey-mismatch\",\"message\":\"[^\"]*\
+HOST KEY REVOKED: the guest offers SHA256:[^ ]*, which $T/kh.rev marks @revoked at line 1; refusing" "$T/.out"
 t_done
