@@ -152,7 +152,7 @@ check_has "... saying so" "but none for this payload" "$T/.out"
 
 # --- Records are honest about their origin; one statement is imported once ---
 $FORGE order "$R" org/base "$D" "$P1"
-P2=$($FORGE rewrap "$R" org/base "$D" "$P1" x.rewrapped=1) && P3=$($FORGE rewrap "$R" org/base "$D" "$P1" x.rewrapped=2)
+$FORGE rewrap "$R" org/base "$D" "$P1" x.rewrapped=1 >/dev/null && $FORGE rewrap "$R" org/base "$D" "$P1" x.rewrapped=2 >/dev/null
 check_rc "one signed statement wrapped in three artifacts: ledger pull" 0 ctl U ledger pull "$REF"
 check_has "... records its two records once" "recorded 2 record(s)" "$T/.out"
 statement "$T/s-liar" pass 2026-05-01T00:00:00Z 'source="registry"' 'signer="sha256:0000"' 'artifact="sha256:1111"'
