@@ -388,7 +388,9 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 		cJSON_AddStringToObject(rec, "baseDigest", base);
 	else
 		cJSON_AddNullToObject(rec, "baseDigest");
-	ledger_add_str(rec, "source", o->pull ? o->pull : o->source);
+	ledger_add_str(rec, "sourceVm", o->source); /* not "source": imported records say "registry" there */
+	if (o->pull)
+		ledger_add_str(rec, "pull", o->pull);
 	cJSON_AddStringToObject(rec, "payloadSha256", o->deploy.info->sha256);
 	ledger_add_str(rec, "profile", o->deploy.info->profile);
 	ledger_add_str(rec, "workload", o->deploy.info->workload);

@@ -81,6 +81,8 @@ check_grep "... keyed by the registry's digest" "\"imageDigest\":[[:space:]]*\"$
 check_grep "... with the image null in the key" '"image":[[:space:]]*null' "${doc:-/dev/null}"
 check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim:1\"" "${doc:-/dev/null}"
 check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
+check_grep "... the VM it was built from as \"sourceVm\" (\"source\" says where an imported record came from)" \
+	'"sourceVm":[[:space:]]*"src"' "${doc:-/dev/null}"
 check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
 check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
 check "... and the validate record, a pass, filed under the pushed digest too" python3 -c '
@@ -125,6 +127,8 @@ check_has "... and says where" "build VM kept: b2" "$T/g2"
 check "... the kept delete step in one progress line, not two" test "$(grep -c '^golden \[.*\] delete ' "$T/g2")" -eq 1
 check_rc "the failure is in the ledger under the base image's key" 0 "$LM" ledger --state "$T/state" show
 check_grep "... as the deploy's fail verdict" 'deploy +fail +b2' "$T/.out"
+check_grep "... beside the published build's golden record, naming the VM it was built from" \
+	'golden +pass +b1 .* built from src' "$T/.out"
 "$L" delete b2 --force >/dev/null 2>&1
 
 # A workload that does not require validation ("plain", of the test data directory): no --model.
