@@ -46,9 +46,9 @@ reset() {
 }
 reset
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal"
-"$LM" key generate "$T/key" >/dev/null || exit 1
-printf 'signing-key=%s\n' "$T/key" >"$T/cfg-A/lume-metal/config"
-printf 'trusted-key=%s.pub\n' "$T/key" >"$T/cfg-B/lume-metal/config"
+"$LM" key generate "$HOME/key" >/dev/null || exit 1 # under $HOME: trusted-key files are checked up to it
+printf 'signing-key=%s\n' "$HOME/key" >"$T/cfg-A/lume-metal/config"
+printf 'trusted-key=%s.pub\n' "$HOME/key" >"$T/cfg-B/lume-metal/config"
 # Controller A: one validation of the version, its verdict attached.
 XDG_CONFIG_HOME=$T/cfg-A validated "A validates vm1 once" vm1 --accept-new
 XDG_CONFIG_HOME=$T/cfg-A "$LM" ledger push "$R/org/img:1" --state "$T/state" >/dev/null || exit 1

@@ -38,22 +38,22 @@ ctl() {
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal" "$T/cfg-C/lume-metal" "$T/state-A" "$T/state-B" "$T/state-C"
 
 # Keys: A signs; C has a key of its own.
-check_rc "key generate writes a key pair" 0 "$LM" key generate "$T/keyA"
+check_rc "key generate writes a key pair" 0 "$LM" key generate "$HOME/keyA"
 check_grep "... naming its id" '^key id sha256:[0-9a-f]{64}$' "$T/.out"
 KA=$(sed -n 's/^key id //p' "$T/.out")
-check "... the private key 0600, the public one 0644" test "$(stat -c %a "$T/keyA")" = 600 -a "$(stat -c %a "$T/keyA.pub")" = 644
-check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$T/keyA' -noout -text | grep -q ED25519 &&
-	openssl pkey -pubin -in '$T/keyA.pub' -noout -text | grep -q ED25519"
-check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$T/keyA"
+check "... the private key 0600, the public one 0644" test "$(stat -c %a "$HOME/keyA")" = 600 -a "$(stat -c %a "$HOME/keyA.pub")" = 644
+check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$HOME/keyA' -noout -text | grep -q ED25519 &&
+	openssl pkey -pubin -in '$HOME/keyA.pub' -noout -text | grep -q ED25519"
+check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$HOME/keyA"
 check_has "... never overwriting it" "never overwritten" "$T/.out"
-"$LM" key generate "$T/keyC" >/dev/null || exit 1
-printf 'signing-key=%s\ntrusted-key=%s.pub\n' "$T/keyA" "$T/keyA" >"$T/cfg-A/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyA" >"$T/cfg-B/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyC" >"$T/cfg-C/lume-metal/config"
+"$LM" key generate "$HOME/keyC" >/dev/null || exit 1
+printf 'signing-key=%s\ntrusted-key=%s.pub\n' "$HOME/keyA" "$HOME/keyA" >"$T/cfg-A/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$HOME/keyA" >"$T/cfg-B/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$HOME/keyC" >"$T/cfg-C/lume-metal/config"
 check_rc "config shows verdicts, signing-key and trusted-key with their source" 0 \
 	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" config
 check_grep "... verdicts registry from the file" "^verdicts +registry +config:$T/cfg-B/lume-metal/config:1" "$T/.out"
-check_grep "... trusted-key" "^trusted-key +$T/keyA.pub +config:" "$T/.out"
+check_grep "... trusted-key" "^trusted-key +$HOME/keyA.pub +config:" "$T/.out"
 
 # Controller A: a golden build of llama-server (requires validation), its verdict attached.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "$HOME/.lume" --disk-kib 64
@@ -104,8 +104,8 @@ open(sys.argv[2] + "/sig", "wb").write(base64.b64decode(e["signatures"][0]["sig"
 open(sys.argv[2] + "/statement.json", "wb").write(body)
 EOF
 check "openssl verifies the Ed25519 signature over DSSE's PAE with A's public key" \
-	openssl pkeyutl -verify -pubin -inkey "$T/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
-check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$T/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
+	openssl pkeyutl -verify -pubin -inkey "$HOME/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
+check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$HOME/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
 check "the statement: in-toto v1, subject the image, the KLD figures and the payload in its records" python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
