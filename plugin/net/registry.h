@@ -29,7 +29,7 @@ void registry_creds_clear(registry_creds *c);
  * Sends Accept for the OCI and Docker manifest and index types. On a 401 it follows the
  * challenge: Bearer realm/service/scope (GET realm?service=&scope= with creds as Basic when
  * given, then `token` or `access_token`, then the HEAD again with that token; the realm must be
- * https, or http on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
+ * https, or plain http to a loopback address from a registry on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
  * (anonymous). Header and token bodies are bounded (REGISTRY_*_MAX), redirects are not
  * followed, the digest must be "sha256:" + 64 lowercase hex.
  * Errors name the registry: "registry R is unreachable", "registry R did not answer within N
@@ -47,9 +47,11 @@ int registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const ch
  * of ops/verdicts.h): the challenge of the first 401 (Bearer or Basic, as above; with push,
  * the token's scope asks for pull,push) is answered once and its Authorization kept for the
  * calls after it. Plain http on loopback only, as above. Redirects are not followed, except
- * by registry_blob_get (a blob's storage): at most 3, to https (http on loopback), without the
- * Authorization. Every body read is bounded by the max given; every digest is checked against
- * the bytes. Errors name the registry. */
+ * by registry_blob_get (a blob's storage): at most 3, each hop checked before it is made (https
+ * to any host; plain http only from a registry on loopback to a loopback address), without the
+ * Authorization or the credentials. Every body read is bounded by the max given; every digest
+ * is checked against the bytes. Errors name the registry, and the host that answered when a
+ * redirect led elsewhere ("HOST (where registry R redirected) answered ..."). */
 typedef struct registry_client registry_client;
 
 #define REGISTRY_MANIFEST_MAX (256u << 10) /* bytes of a manifest or index read */

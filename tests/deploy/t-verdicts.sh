@@ -207,11 +207,14 @@ check_has "... saying how to make one" "lume-metal key generate" "$T/.out"
 S=127.0.0.159:$PORT
 . "$TOP/tests/pidfile.sh"
 t_defer "pidfile_stop '$T/stub.pid'"
-python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 2>"$T/stub.err" &
+python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 127.0.0.160 2>"$T/stub.err" &
 i=0
-while ! curl -s -o /dev/null "http://$S/v2/" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! { curl -s -o /dev/null "http://$S/v2/" && curl -s -o /dev/null "http://127.0.0.160:$PORT/v2/"; } && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 curl -s -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$R/v2/org/shim/manifests/1" >"$T/image.json"
-for repo in shim tamper huge loop deepidx; do
+for repo in shim tamper huge loop deepidx moved away plain; do
 	curl -s -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$T/image.json" \
 		"http://$S/v2/org/$repo/manifests/1" >/dev/null
 done
@@ -223,7 +226,16 @@ check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
 check_grep "... said to be the referrers API" 'verdict artifact\(s\) \(referrers API\)' "$T/.out"
 check_grep "... asked with the artifactType filter" "GET /v2/org/shim/referrers/$D\\?artifactType=application%2Fvnd.lume-metal.verdict.v1%2Bjson" "$T/stub.log"
 # Hostile answers: each refused with its reason, nothing recorded.
-for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times"; do
+# A blob's redirect: followed to another loopback address, whose answer is checked and named;
+# never to plain http elsewhere (192.0.2.1), which is refused before any connection.
+ctl A ledger push "$S/org/moved:1" >/dev/null 2>&1
+check_rc "stub: a blob redirected from the loopback registry to another loopback address: followed" 0 \
+	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/moved:1" --state "$T/state-M"
+check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
+check_grep "... its bytes from the storage host" "^GET /storage/sha256:[0-9a-f]{64} @127\.0\.0\.160\$" "$T/stub.log"
+for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times" \
+	"away:127.0.0.160:$PORT (where registry $S redirected) answered a blob whose SHA-256 is not" \
+	"plain:registry $S redirected to http://192.0.2.1:$PORT/storage/sha256:"; do
 	repo=${h%%:*} why=${h#*:}
 	ctl A ledger push "$S/org/$repo:1" >/dev/null 2>&1
 	check_rc "stub: a pull from org/$repo is refused (exit 3)" 3 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/$repo:1" --state "$T/state-H"
