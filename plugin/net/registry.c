@@ -893,6 +893,27 @@ registry_manifest_put(registry_client *c, const char *ref, const char *media_typ
 }
 
 int
+registry_tag_delete(registry_client *c, const char *tag, char *err)
+{
+	char path[600];
+	sendspec sp = {"DELETE", NULL, "", 0, 0};
+	body bd = {{0}, 0, 4096};
+	heads h;
+	long status;
+	int rc;
+
+	if (!tag_ok(tag))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag: %.80s", c->registry, tag);
+	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, tag);
+	rc = call(c, path, &bd, &h, &status, &sp, err);
+	lm_buf_free(&bd.b);
+	if (rc == LM_OK && status != 202)
+		rc = lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld to DELETE %s: it does not delete tags", c->registry,
+		    status, path);
+	return rc;
+}
+
+int
 registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1], char *err)
 {
 	char path[4096], hex[65], *loc;

@@ -76,6 +76,13 @@ int registry_manifest_get(registry_client *c, const char *ref, size_t max, char 
 int registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err);
 
+/* DELETE of the tag (OCI distribution 1.1: the tag goes, its manifest and other tags stay).
+ * LM_OK when the registry answered 202; LM_EFAIL, err saying what it answered, when it does
+ * not delete tags (distribution 2.8 answers 400 DIGEST_INVALID; others 405) or the exchange
+ * failed. There is no deletion by digest here: that deletes the manifest and every tag naming
+ * it. */
+int registry_tag_delete(registry_client *c, const char *tag, char *err);
+
 /* Uploads a blob (POST then PUT ?digest=) unless the registry has it (HEAD); *digest gets it. */
 int registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1],
     char *err);

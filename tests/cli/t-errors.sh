@@ -108,7 +108,7 @@ check_has "... there" '"ansible_user":"flagu"' "$T/.out"
 printf 'registry=r.example\norganization=acme\n' >"$CF"
 check_rc "golden --dry-run takes registry= and organization= of the config file" 0 "$LM" golden src img:tag --dry-run \
 	--model /m.gguf --target linux-sim --state "$T/state"
-check_has "... in the push" "img:tag --registry r.example --organization acme" "$T/.out"
+check_grep "... in the push (under golden's own tag)" "img:golden-[0-9a-f]{32} --registry r\.example --organization acme" "$T/.out"
 check_rc "... and --organization wins over it" 0 "$LM" golden src img:tag --dry-run --model /m.gguf --target linux-sim \
 	--state "$T/state" --organization mine
 check_has "... there" "--registry r.example --organization mine" "$T/.out"

@@ -10,6 +10,9 @@
 # also listens there (same PORT, same store), as a blob storage host: GET /storage/DIGEST
 # answers the blob (?tamper: other bytes), and org/moved redirects its blob GETs (307) to it,
 # org/away to it with ?tamper, org/plain to plain http at 192.0.2.1 (TEST-NET-1: no such host).
+# DELETE of a manifest by tag (OCI distribution 1.1) removes the tag: 202. org/race plays a
+# re-tag racing every push: a manifest PUT under a tag that named another manifest is answered
+# 201, and the tag is pointed back at that other manifest at once.
 # The log has one line per request: METHOD PATH (and @ADDR2 when that address was asked).
 import hashlib, json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,7 +63,7 @@ class Stub(BaseHTTPRequestHandler):
                 return getattr(self, kind.strip("/").replace("blobs/uploads", "upload"))(repo, ref, parse_qs(u.query))
         return self.answer(404)
 
-    do_GET = do_HEAD = do_PUT = do_POST = route
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = route
 
     def upload(self, repo, ref, q):
         if self.command == "POST":
@@ -88,6 +91,10 @@ class Stub(BaseHTTPRequestHandler):
         return self.answer(200, [("Docker-Content-Digest", d)], blobs[d])
 
     def manifests(self, repo, ref, q):
+        if self.command == "DELETE":
+            if ref.startswith("sha256:"):
+                return self.answer(405)
+            return self.answer(202 if tags.pop((repo, ref), None) else 404)
         if self.command == "PUT":
             data = self.body()
             d = sha(data)
@@ -96,7 +103,8 @@ class Stub(BaseHTTPRequestHandler):
             m = json.loads(data)
             manifests[(repo, d)] = (data, self.headers.get("Content-Type", ""))
             if not ref.startswith("sha256:"):
-                tags[(repo, ref)] = d
+                before = tags.get((repo, ref))
+                tags[(repo, ref)] = before if repo == "org/race" and before not in (None, d) else d
             h = [("Docker-Content-Digest", d)]
             if "subject" in m:
                 desc = {"mediaType": m["mediaType"], "digest": d, "size": len(data)}
