@@ -42,6 +42,12 @@ int lm_tmp_beside(char **tmp, const char *path, char *err);
  * directory. Closes fd and unlinks tmp on failure. */
 int lm_commit_tmp(int fd, const char *tmp, const char *path, char *err);
 
+/* v[0..n) into *out (caller frees; NUL-terminated) with a leading "~/" as $HOME/: a shell expands
+ * ~ only at a word's start, so a config file's value and a flag's --state=~/x reach us as typed.
+ * list: v is comma-separated and each item's "~/", after its blanks, is expanded. LM_EINPUT when
+ * a "~/" is there and HOME is unset or empty, LM_EFAIL out of memory; *out NULL then. */
+int lm_home_expand(char **out, const char *v, size_t n, int list);
+
 /* mkdir -p with mode 0700 for what it creates. */
 int lm_mkdirs(const char *path, char *err);
 

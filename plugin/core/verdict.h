@@ -39,8 +39,8 @@ typedef struct verdict_key verdict_key;
 int verdict_key_generate(char keyid[VERDICT_KEYID_LEN + 1], const char *path, char *err);
 
 /* Loads a key file: a private key (priv set; refused when group or others may read it, like
- * ssh) or a public one (a private key file is taken for its public half). *out (caller frees
- * with verdict_key_free). LM_EINPUT naming path and why. */
+ * ssh) or a public one (read as a trusted-key file is, below, and holding exactly one key).
+ * *out (caller frees with verdict_key_free). LM_EINPUT naming path and why. */
 int verdict_key_load(verdict_key **out, const char *path, int priv, char *err);
 /* The key's id, owned by k. */
 const char *verdict_key_id(const verdict_key *k);
@@ -53,7 +53,17 @@ typedef struct {
 } verdict_trust;
 
 /* Loads list: public key files separated by commas (blanks around each dropped; "~/" is
- * $HOME/). An empty list trusts nothing. LM_EINPUT naming the file and why; nothing kept then. */
+ * $HOME/). An empty list trusts nothing. Each file is strict:
+ *  - every key in it is trusted: one or more -----BEGIN/END PUBLIC KEY----- blocks (SPKI,
+ *    Ed25519), blank lines between; a key listed twice (in a file or in two) counts once;
+ *  - anything else is refused as "FILE:LINE: why": a line outside a block (a comment, text), a
+ *    private key, a certificate or another PEM block, a non-base64 line inside a block, a block
+ *    that does not decode to one public key, a key that is not Ed25519, a file with no key;
+ *  - sshd's StrictModes: the file (links resolved) must be owned by root or this user and
+ *    writable by neither its group nor others, and so each directory above it, up to and
+ *    including $HOME when the file is under it, else up to /;
+ *  - past VERDICT_TRUST_MAX keys in all, "FILE:LINE: more than 32 trusted keys: refused".
+ * LM_EINPUT naming the file and why; nothing kept then. */
 int verdict_trust_load(verdict_trust *out, const char *list, char *err);
 void verdict_trust_clear(verdict_trust *t);
 

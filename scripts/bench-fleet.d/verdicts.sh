@@ -48,10 +48,10 @@ reset() {
 }
 reset
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal"
-"$LM" key generate "$T/key" >/dev/null || exit 1
+"$LM" key generate "$HOME/key" >/dev/null || exit 1 # under $HOME: trusted-key files are checked up to it
 # registry=: where the guests' image.json points, and the host the GITHUB_* credentials are for.
-printf 'signing-key=%s\nregistry=%s\n' "$T/key" "$R" >"$T/cfg-A/lume-metal/config"
-printf 'trusted-key=%s.pub\nregistry=%s\n' "$T/key" "$R" >"$T/cfg-B/lume-metal/config"
+printf 'signing-key=%s\nregistry=%s\n' "$HOME/key" "$R" >"$T/cfg-A/lume-metal/config"
+printf 'trusted-key=%s.pub\nregistry=%s\n' "$HOME/key" "$R" >"$T/cfg-B/lume-metal/config"
 # Controller A: one validation of the version, its verdict attached.
 XDG_CONFIG_HOME=$T/cfg-A validated "A validates vm1 once" vm1 --accept-new
 XDG_CONFIG_HOME=$T/cfg-A "$LM" ledger push "$R/org/img:1" --state "$T/state" >/dev/null || exit 1

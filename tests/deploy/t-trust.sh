@@ -27,7 +27,7 @@ i=0
 while ! [ -s "$T/evil.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 "$LM" build --target linux-sim -o "$T/a.tar.gz" --json >"$T/a.json" || exit 1
 PA=$(cut -c1-64 "$T/a.tar.gz.sha256")
-KA=$("$LM" key generate "$T/keyA" | sed -n 's/^key id //p') && [ -n "$KA" ] || exit 1
+KA=$("$LM" key generate "$HOME/keyA" | sed -n 's/^key id //p') && [ -n "$KA" ] || exit 1 # under $HOME: trust files are checked up to it
 
 # The image: pushed to the registry, pulled as vb (its .manifest-digest is D), running on the guest.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "$HOME/.lume" --disk-kib 64
@@ -49,7 +49,7 @@ ctl() {
 	shift 2
 	mkdir -p "$T/cfg-$ctl_n/lume-metal"
 	[ -f "$T/cfg-$ctl_n/lume-metal/config" ] ||
-		printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$T/keyA" "$R" >"$T/cfg-$ctl_n/lume-metal/config"
+		printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$HOME/keyA" "$R" >"$T/cfg-$ctl_n/lume-metal/config"
 	case $ctl_c in
 	ledger) XDG_CONFIG_HOME=$T/cfg-$ctl_n "$LM" ledger --state "$T/state-$ctl_n" "$@" ;;
 	*) XDG_CONFIG_HOME=$T/cfg-$ctl_n "$LM" "$ctl_c" --lume "$L" --port "$PORT" -u "$ME" -i "$T/id_ed25519" \
@@ -103,10 +103,10 @@ stamp "$REF"
 # --- Order decides nothing; signed time does ---
 statement "$T/s-pass" pass 2026-01-01T00:00:00Z +golden
 statement "$T/s-fail" fail 2026-02-01T00:00:00Z 'reasons=["mean KLD 0.9 is above 0.01"]'
-P1=$(forge "$T/s-pass" "$T/keyA") || exit 1
+P1=$(forge "$T/s-pass" "$HOME/keyA") || exit 1
 check_rc "a trusted pass in the registry: B deploys on it (dry run, exit 0)" 0 dry B
 check_grep "... imported" '"state":"imported"' "$T/.out"
-F1=$(forge "$T/s-fail" "$T/keyA") || exit 1
+F1=$(forge "$T/s-fail" "$HOME/keyA") || exit 1
 $FORGE order "$R" org/base "$D" "$F1" "$P1"
 check_rc "the newer fail, listed first by a re-ordered index: a fresh controller refuses (exit 3)" 3 dry O
 check_has "... naming the failing record" "mean KLD 0.9 is above 0.01" "$T/.out"
@@ -140,12 +140,12 @@ $FORGE order "$R" org/base "$D" "$P1"
 
 # --- A verdict covers one payload; a record without one gates nothing ---
 statement "$T/s-nopay" pass 2026-04-01T00:00:00Z payloadSha256=DELETE
-X1=$(forge "$T/s-nopay" "$T/keyA") || exit 1
+X1=$(forge "$T/s-nopay" "$HOME/keyA") || exit 1
 $FORGE order "$R" org/base "$D" "$X1"
 check_rc "a trusted pass with no payloadSha256: gates nothing, refused (exit 3)" 3 dry Y
 check_has "... none of its records counts for this payload" "but none for this payload" "$T/.out"
 statement "$T/s-other" pass 2026-04-01T00:00:01Z 'payloadSha256="0000000000000000000000000000000000000000000000000000000000000000"'
-X2=$(forge "$T/s-other" "$T/keyA") || exit 1
+X2=$(forge "$T/s-other" "$HOME/keyA") || exit 1
 $FORGE order "$R" org/base "$D" "$X2"
 check_rc "a trusted pass of another payload: refused (exit 3)" 3 dry Z
 check_has "... saying so" "but none for this payload" "$T/.out"
@@ -156,9 +156,9 @@ $FORGE rewrap "$R" org/base "$D" "$P1" x.rewrapped=1 >/dev/null && $FORGE rewrap
 check_rc "one signed statement wrapped in three artifacts: ledger pull" 0 ctl U ledger pull "$REF"
 check_has "... records its two records once" "recorded 2 record(s)" "$T/.out"
 statement "$T/s-liar" pass 2026-05-01T00:00:00Z 'source="registry"' 'signer="sha256:0000"' 'artifact="sha256:1111"'
-L1=$(forge "$T/s-liar" "$T/keyA") || exit 1
+L1=$(forge "$T/s-liar" "$HOME/keyA") || exit 1
 statement "$T/s-imp" pass 2026-05-01T00:00:01Z 'imported={"from":"registry","signer":"sha256:0000"}'
-I1=$(forge "$T/s-imp" "$T/keyA") || exit 1
+I1=$(forge "$T/s-imp" "$HOME/keyA") || exit 1
 $FORGE order "$R" org/base "$D" "$L1" "$I1"
 ctl V ledger pull "$REF" --json >"$T/v.json" 2>&1
 check_grep "a signed record claiming the importer's field: refused" "carries \\\\\"imported\\\\\", which only an import sets" "$T/v.json"
