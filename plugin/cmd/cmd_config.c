@@ -60,7 +60,7 @@ cmd_config(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *registry = NULL, *organization = NULL, *home = getenv("HOME");
-	setting v[16];
+	setting v[20];
 	guest_target *t = NULL;
 	char err[LM_ERRLEN], known[4096], ids[4096] = "", parallel[16], *user0 = NULL;
 	int c, rc, n = 0;
@@ -127,6 +127,10 @@ cmd_config(int argc, char **argv)
 	v[n] = (setting){"signing-key", cli_conn_setting(&conn, "signing-key"), ""};
 	source_of(&v[n++], &conn, "default");
 	v[n] = (setting){"trusted-key", cli_conn_setting(&conn, "trusted-key"), ""};
+	source_of(&v[n++], &conn, "default");
+	v[n] = (setting){"verdict-registries", cli_conn_setting(&conn, "verdict-registries"), ""};
+	source_of(&v[n++], &conn, "default");
+	v[n] = (setting){"registry-auth", cli_conn_setting(&conn, "registry-auth"), ""};
 	source_of(&v[n++], &conn, "default");
 	/* install.sh's own defaults (a guest whose environment sets LUME_METAL_CONFIRM_* uses that) */
 	golden_setting(&v[n++], &conn, "confirm-timeout", NULL, "60");

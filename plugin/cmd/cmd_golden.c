@@ -149,6 +149,8 @@ cmd_golden(int argc, char **argv)
 	    (rc = cli_verdicts_setup(&vc, &trust, &conn, NULL, "golden")) != EXIT_OK)
 		goto done;
 	vc.registry = 0; /* the build validates in full; its verdict is attached when signing-key is set */
+	if (g.registry != NULL) /* the environment's credentials go where lume push sends them */
+		vc.registry_default = g.registry;
 	g.deploy.verdicts = &vc;
 	/* A workload that requires validation would refuse every VM pulled from an image without a
 	 * validate record: its golden image is validated here or not built. */

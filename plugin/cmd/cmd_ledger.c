@@ -25,6 +25,19 @@ s(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The VM a golden record was built from: its "sourceVm", or in a ledger written before that
+ * field, its "source" unless that is "registry" (where an imported record says where it came
+ * from). "" for other records. */
+static const char *
+source_vm(const cJSON *r)
+{
+	if (strcmp(s(r, "kind"), "golden") != 0)
+		return "";
+	if (*s(r, "sourceVm") || strcmp(s(r, "source"), "registry") == 0)
+		return s(r, "sourceVm");
+	return s(r, "source");
+}
+
 /* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
  * holds a comma or a quote. */
 static void
@@ -72,14 +85,16 @@ each(const cJSON *doc, const char *path, void *ctx)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
 
-		/* One VM's workload failed, not the image version (ledger_last skips it): said. */
+		const char *signer = ledger_import_field(r, "signer");
+
+		/* One VM's workload failed, not the image version (ledger_verdict skips it): said. */
 		if (strcmp(s(r, "cause"), "workload") == 0)
 			verdict = "fail:workload";
 
 		if (w->mode == 's') {
-			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
-			    s(r, "payloadSha256"), s(r, "profile"), *s(r, "signer") ? "  from the registry, signer " : "",
-			    s(r, "signer"), *s(r, "signer") ? "..." : "");
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict,
+			    s(r, "vm"), s(r, "payloadSha256"), s(r, "profile"), *source_vm(r) ? "  built from " : "", source_vm(r),
+			    signer ? "  from the registry, signer " : "", signer ? signer : "", signer ? "..." : "");
 			continue;
 		}
 		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
@@ -209,7 +224,7 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 		return cli_error(EXIT_USAGE, "ledger pull: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger pull")) != EXIT_OK)
 		return rc;
-	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, err)) == LM_OK)
+	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, NULL, err)) == LM_OK)
 		rc = verdicts_import(&added, conn->state, out, err);
 	verdict_trust_clear(&trust);
 	if (rc != LM_OK) {

@@ -239,23 +239,6 @@ ledger_probe_summary(const cJSON *p)
 	return s;
 }
 
-/* s with each byte outside printable ASCII shown as '?', cut to fit out (ending in "...");
- * "?" for NULL. Returns out. */
-static char *
-printable(char *out, size_t len, const char *s)
-{
-	size_t i = 0;
-
-	if (s == NULL)
-		s = "?";
-	for (; s[i] && i + 1 < len; i++)
-		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	out[i] = '\0';
-	if (s[i] && len > 4)
-		memcpy(out + len - 4, "...", 4);
-	return out;
-}
-
 char *
 ledger_record_who(char *out, size_t len, const cJSON *rec)
 {
@@ -266,10 +249,10 @@ ledger_record_who(char *out, size_t len, const cJSON *rec)
 	if (cJSON_IsArray(reasons) && cJSON_IsString(cJSON_GetArrayItem(reasons, 0)))
 		r = cJSON_GetArrayItem(reasons, 0)->valuestring;
 	if (h || a)
-		snprintf(where, sizeof where, " (%s%s%s%s%s)", h ? "host " : "", h ? printable(host, sizeof host, h) : "",
-		    h && a ? ", " : "", a ? "address " : "", a ? printable(addr, sizeof addr, a) : "");
-	snprintf(out, len, "VM %s%s at %s%s%s", printable(vm, sizeof vm, str(rec, "vm")), where,
-	    printable(t, sizeof t, str(rec, "time")), r ? ": " : "", r ? printable(why, sizeof why, r) : "");
+		snprintf(where, sizeof where, " (%s%s%s%s%s)", h ? "host " : "", h ? lm_printable(host, sizeof host, h) : "",
+		    h && a ? ", " : "", a ? "address " : "", a ? lm_printable(addr, sizeof addr, a) : "");
+	snprintf(out, len, "VM %s%s at %s%s%s", lm_printable(vm, sizeof vm, str(rec, "vm")), where,
+	    lm_printable(t, sizeof t, str(rec, "time")), r ? ": " : "", r ? lm_printable(why, sizeof why, r) : "");
 	return out;
 }
 
@@ -301,7 +284,7 @@ bounds(const cJSON *v, int depth, const char *top, size_t *size, char why[160])
 
 	*size += 8 + (v->string ? strlen(v->string) : 0);
 	if (depth == 2)
-		top = printable(name, sizeof name, v->string);
+		top = lm_printable(name, sizeof name, v->string);
 	if (depth > LEDGER_RECORD_DEPTH) {
 		snprintf(why, 160, "\"%s\": deeper than %d levels", top, LEDGER_RECORD_DEPTH);
 		return why;
@@ -362,7 +345,7 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		if (!cJSON_IsObject(get(rec, "bench")))
 			return "a bench record has no \"bench\" object";
 	} else {
-		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, golden, rollback, bench or validate)", printable(name, sizeof name, kind));
+		snprintf(why, 160, "unknown \"kind\" \"%s\" (deploy, golden, rollback, bench or validate)", lm_printable(name, sizeof name, kind));
 		return why;
 	}
 	if (vm == NULL || *vm == '\0')
@@ -393,7 +376,36 @@ ledger_record_problem(const cJSON *rec, char why[160])
 	if ((v = get(rec, "cause")) != NULL && (!cJSON_IsString(v) || (strcmp(v->valuestring, "image") != 0 &&
 	    (strcmp(v->valuestring, "workload") != 0 || strcmp(kind, "deploy") != 0 || strcmp(verdict, "fail") != 0))))
 		return "\"cause\" is not \"image\", or \"workload\" in a failing deploy record";
+	if ((v = get(rec, LEDGER_IMPORTED)) != NULL) {
+		if (!cJSON_IsObject(v))
+			return "\"" LEDGER_IMPORTED "\" is not an object";
+		cJSON_ArrayForEach(e, v)
+			if (!cJSON_IsString(e))
+				return "\"" LEDGER_IMPORTED "\" holds something other than a string";
+	}
 	return bounds(rec, 1, "", &size, why);
+}
+
+const char *
+ledger_import_field(const cJSON *rec, const char *k)
+{
+	const cJSON *imp = get(rec, LEDGER_IMPORTED);
+	const char *src = str(rec, "source");
+
+	if (cJSON_IsObject(imp))
+		return str(imp, k);
+	/* an older ledger: its importer set these at the top level, beside "source":"registry" */
+	if (src != NULL && strcmp(src, "registry") == 0 && (strcmp(k, "signer") == 0 || strcmp(k, "artifact") == 0))
+		return str(rec, k);
+	if (src != NULL && strcmp(src, "registry") == 0 && strcmp(k, "from") == 0)
+		return src;
+	return NULL;
+}
+
+int
+ledger_is_imported(const cJSON *rec)
+{
+	return ledger_import_field(rec, "from") != NULL;
 }
 
 cJSON *
@@ -514,8 +526,9 @@ same_file(const file_id *id, const struct stat *st)
 	return id->dev == st->st_dev && id->ino == st->st_ino && id->size == st->st_size && id->mtime == st->st_mtime;
 }
 
-/* ledger_load_last's cache: the last record of one kind of one document, as it was when the
- * document had this inode, size and mtime (every write renames a new, longer file into place).
+/* ledger_load_verdict's cache: the verdict one want (its text, want_text) asks of one document,
+ * as it was when the document had this inode, size and mtime (every write renames a new,
+ * longer file into place).
  * Under last_mu, which also keeps parses to one at a time: 256 workers parsing one document of
  * 256 records at once held 40 MB. A few entries, reused in turn; they live until exit. */
 typedef struct {
@@ -565,10 +578,19 @@ last_remember(const char *path, const char *kind, const struct stat *st, const c
 	e->id = file_id_of(st);
 }
 
-int
-ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key, const char *kind, char *err)
+/* w as one string, the cache's key for it: kinds, payload, profile, workload, any. */
+static int
+want_text(char *out, size_t len, const ledger_want *w)
 {
-	char path[4096];
+	return lm_fmt(out, len, "%s\n%s\n%s\n%s\n%d", w->kinds, w->payload ? w->payload : "", w->profile ? w->profile :
+	    "", w->workload ? w->workload : "", w->any_payload);
+}
+
+int
+ledger_load_verdict(cJSON **out, int *recorded, const char *state, const cJSON *key, const ledger_want *w,
+    char *err)
+{
+	char path[4096], kind[1200];
 	struct stat st;
 	cJSON *doc = NULL;
 	const last_entry *e;
@@ -579,6 +601,8 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 	*recorded = 0;
 	if (ledger_path(path, sizeof path, state, key) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", state);
+	if (want_text(kind, sizeof kind, w) < 0)
+		return lm_err(err, LM_EINPUT, "ledger: a payload, profile or workload too long to look up");
 	if (stat(path, &st) != 0)
 		return errno == ENOENT ? LM_OK : lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
 	pthread_mutex_lock(&last_mu);
@@ -587,7 +611,7 @@ ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key
 		if (e->last && (*out = cJSON_Duplicate(e->last, 1)) == NULL)
 			rc = lm_err(err, LM_EFAIL, "out of memory");
 	} else if ((rc = read_doc(&doc, path, err)) == LM_OK && doc != NULL) {
-		const cJSON *last = ledger_last(doc, kind);
+		const cJSON *last = ledger_verdict(doc, w);
 
 		*recorded = 1;
 		if (last && (*out = cJSON_Duplicate(last, 1)) == NULL)
@@ -828,6 +852,59 @@ ledger_last(const cJSON *doc, const char *kind)
 	return last;
 }
 
+int
+ledger_time_cmp(const char *a, const char *b)
+{
+	int ta = a && time_ok(a), tb = b && time_ok(b), c;
+	const char *fa, *fb;
+
+	if (!ta || !tb)
+		return ta - tb;
+	if ((c = strncmp(a, b, 19)) != 0)
+		return c;
+	fa = a[19] == '.' ? a + 20 : "Z", fb = b[19] == '.' ? b + 20 : "Z";
+	for (; *fa != 'Z' || *fb != 'Z'; fa += *fa != 'Z', fb += *fb != 'Z') {
+		int da = *fa == 'Z' ? 0 : *fa - '0', db = *fb == 'Z' ? 0 : *fb - '0';
+
+		if (da != db)
+			return da - db;
+	}
+	return 0;
+}
+
+/* Whether rec is about the payload w names (ledger_want). */
+static int
+payload_matches(const cJSON *rec, const ledger_want *w)
+{
+	const char *sha = str(rec, "payloadSha256"), *prof = str(rec, "profile"), *wl = str(rec, "workload");
+
+	if (w->any_payload)
+		return 1;
+	return sha != NULL && (w->payload == NULL || strcmp(sha, w->payload) == 0) &&
+	    (w->profile == NULL || (prof && strcmp(prof, w->profile) == 0)) &&
+	    (w->workload == NULL || (wl && strcmp(wl, w->workload) == 0));
+}
+
+const cJSON *
+ledger_verdict(const cJSON *doc, const ledger_want *w)
+{
+	const cJSON *r, *best = NULL;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const char *k = str(r, "kind");
+		int c;
+
+		if (k == NULL || !kind_in(k, w->kinds) || workload_failure(r) || !payload_matches(r, w))
+			continue;
+		c = best ? ledger_time_cmp(str(r, "time"), str(best, "time")) : 1;
+		/* the same time: a fail wins, else the later in the document */
+		if (c > 0 || (c == 0 && (str(best, "verdict") == NULL || strcmp(str(best, "verdict"), "fail") != 0 ||
+		    (str(r, "verdict") && strcmp(str(r, "verdict"), "fail") == 0))))
+			best = r;
+	}
+	return best;
+}
+
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -993,7 +1070,7 @@ key_problem(const cJSON *key, char why[160])
 		for (i = 0; i < sizeof fields / sizeof fields[0] && strcmp(f->string, fields[i]) != 0; i++)
 			;
 		if (i == sizeof fields / sizeof fields[0]) {
-			snprintf(why, 160, "key: unknown field \"%s\"", printable(name, sizeof name, f->string));
+			snprintf(why, 160, "key: unknown field \"%s\"", lm_printable(name, sizeof name, f->string));
 			return why;
 		}
 		if (!(cJSON_IsString(f) && strlen(f->valuestring) <= LEDGER_STR_MAX) && !cJSON_IsNull(f)) {

@@ -74,9 +74,24 @@ int ledger_add_reason(cJSON *rec, const char *reason);
  * when present, "address", "host", "controller", "payloadSha256", "profile", "workload",
  * "target", "to", "from", "command" and "evidence" strings (or null), "reasons" an array of at most
  * LEDGER_REASONS strings, "forced" a boolean, "stock" and "shimmed" objects or null, "hashes"
- * an object, "cause" "image" (or "workload" in a deploy record whose verdict is "fail"); no string longer than 4 KiB, no array of more than 256 items, and the bounds
+ * an object, "cause" "image" (or "workload" in a deploy record whose verdict is "fail"),
+ * "imported" an object of strings; no string longer than 4 KiB, no array of more than 256 items, and the bounds
  * above. why (160 bytes) may receive the text returned. */
 const char *ledger_record_problem(const cJSON *rec, char why[160]);
+
+/* What only an import writes into a record: "imported": {"from": "registry", "repository",
+ * "signer" (the trusted key that verified it), "artifact" (the artifact's manifest digest),
+ * "statement" (the digest of the signed statement, which names it however it is wrapped)}. A
+ * signed record carrying it is refused (verdict.h), so no signer says where its record came
+ * from, and nothing else in a record means that. */
+#define LEDGER_IMPORTED "imported"
+
+/* Field k of rec's "imported" ("from", "repository", "signer", "artifact", "statement"), or,
+ * in a ledger an older version wrote, its top-level "signer" and "artifact" beside
+ * "source":"registry" ("from" is then "registry"); NULL for a record made here. Borrowed. */
+const char *ledger_import_field(const cJSON *rec, const char *k);
+/* Whether rec was imported (ledger_import_field(rec, "from") is set). */
+int ledger_is_imported(const cJSON *rec);
 
 /* "VM <vm> (host <host>, address <address>) at <time>: <first reason>" for rec, each field
  * present bounded and with any byte outside printable ASCII shown as '?': who wrote rec, to
@@ -93,24 +108,46 @@ int ledger_append(const char *state, const cJSON *key, const cJSON *record, char
 /* Loads key's document into *out (caller frees), or *out = NULL when there is none. */
 int ledger_load(cJSON **out, const char *state, const cJSON *key, char *err);
 
-/* A copy of the last record of kind in key's document (caller frees), or *out = NULL when
- * there is none; *recorded, when not NULL, says whether the document exists. For the fleet's
- * workers, whose VMs share a few documents that grow by a record per deploy: one document is
- * parsed at a time, and one unchanged since (same inode, size and mtime) is not parsed again
- * but answered from a small cache. */
-int ledger_load_last(cJSON **out, int *recorded, const char *state, const cJSON *key, const char *kind,
+/* Which record decides a gate: the kinds ("deploy|golden", "validate", or one kind), and the
+ * payload being deployed. A record counts only when it carries a "payloadSha256" and, when
+ * payload is given, it is that one; when profile or workload is given, the record's must be
+ * equal too. A verdict covers one payload: a record without one gates nothing. With
+ * any_payload set (reports: `ledger show`, bench, `report`), the payload is not looked at. */
+typedef struct {
+	const char *kinds;
+	const char *payload, *profile, *workload; /* NULL: any */
+	int any_payload;
+} ledger_want;
+
+/* A copy of the verdict w asks for in key's document (ledger_verdict; caller frees), or *out =
+ * NULL when there is none; *recorded, when not NULL, says whether the document exists. For the
+ * fleet's workers, whose VMs share a few documents that grow by a record per deploy: one
+ * document is parsed at a time, and one unchanged since (same inode, size and mtime) is not
+ * parsed again but answered from a small cache. */
+int ledger_load_verdict(cJSON **out, int *recorded, const char *state, const cJSON *key, const ledger_want *w,
     char *err);
 /* *found: whether key's document holds a passing deploy record of vm with payload sha (none:
- * 0). Cached as ledger_load_last is: a fleet's unchanged rerun asks it of every VM of one
+ * 0). Cached as ledger_load_verdict is: a fleet's unchanged rerun asks it of every VM of one
  * document, which is parsed once, not once per VM at the same time (256 VMs of one image
  * version on one Mac peaked at 131 MB parsing its 256 records each). */
 int ledger_deployed(int *found, const char *state, const cJSON *key, const char *vm, const char *sha, char *err);
 
-/* The last record of doc whose "kind" is kind, or one of kinds separated by '|'
- * ("deploy|golden"), or NULL. Borrowed from doc. ledger_load_last takes the same. A record
- * whose "cause" is "workload" (a deploy that failed on one VM for its workload's own reasons,
- * the shim active there) is never the last: it is no verdict on the image version. */
+/* The record of doc that w asks for, or NULL; borrowed from doc. The newest by its "time" (a
+ * record's own time: for one imported from a registry, the time its signer signed), never by
+ * its place in the document, so an import's order or a registry's list order decides nothing;
+ * at the same time a "fail" wins over a "pass", then the later one. A record whose "cause" is
+ * "workload" (a deploy that failed on one VM for its workload's own reasons, the shim active
+ * there) is never chosen: it is no verdict on the image version. */
+const cJSON *ledger_verdict(const cJSON *doc, const ledger_want *w);
+
+/* The last record of doc of kind (one, or several separated by '|'), by place, whatever its
+ * payload (bench's figures, reports); a "cause":"workload" record is skipped as above. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
+
+/* <0, 0 or >0 as time a is before, the same as, or after time b (as ledger_record_problem
+ * checks them: 2026-01-31T23:59:59Z, a fraction of a second allowed); a malformed one sorts
+ * first. */
+int ledger_time_cmp(const char *a, const char *b);
 
 /* Whether everything under state that the ledger reads can be read, before anything runs: state
  * itself (when it exists), <state>/ledger (when it exists, a directory that can be listed), and

@@ -390,6 +390,42 @@ lm_buf_free(lm_buf *b)
 }
 
 int
+lm_home_expand(char **out, const char *v, size_t n, int list)
+{
+	const char *home = getenv("HOME");
+	lm_buf b = {0};
+	size_t i = 0;
+	int rc = lm_buf_add(&b, "", 0) == 0 ? LM_OK : LM_EFAIL;
+
+	*out = NULL;
+	while (rc == LM_OK) {
+		const char *comma = list ? memchr(v + i, ',', n - i) : NULL;
+		size_t e = comma ? (size_t)(comma - v) : n, a = i;
+
+		while (list && a < e && (v[a] == ' ' || v[a] == '\t'))
+			a++;
+		if (e - a >= 2 && v[a] == '~' && v[a + 1] == '/') {
+			if (home == NULL || *home == '\0')
+				rc = LM_EINPUT;
+			else if (lm_buf_add(&b, v + i, a - i) != 0 || lm_buf_add(&b, home, strlen(home)) != 0 ||
+			    lm_buf_add(&b, v + a + 1, e - a - 1) != 0)
+				rc = LM_EFAIL;
+		} else if (lm_buf_add(&b, v + i, e - i) != 0)
+			rc = LM_EFAIL;
+		if (rc != LM_OK || comma == NULL)
+			break;
+		if (lm_buf_add(&b, ",", 1) != 0)
+			rc = LM_EFAIL;
+		i = e + 1;
+	}
+	if (rc != LM_OK)
+		lm_buf_free(&b);
+	else
+		*out = b.data;
+	return rc;
+}
+
+int
 lm_mkdirs(const char *path, char *err)
 {
 	char p[4096];
@@ -583,4 +619,19 @@ lm_edits(const char *a, size_t la, const char *b)
 			d[i][j] = v;
 		}
 	return d[la][lb];
+}
+
+char *
+lm_printable(char *out, size_t len, const char *s)
+{
+	size_t i = 0;
+
+	if (s == NULL)
+		s = "?";
+	for (; s[i] && i + 1 < len; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	out[i] = '\0';
+	if (s[i] && len > 4)
+		memcpy(out + len - 4, "...", 4);
+	return out;
 }

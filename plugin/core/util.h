@@ -7,6 +7,10 @@
 
 #define LM_ERRLEN 512
 
+/* A macro's value as a string literal. */
+#define LM_XSTR(x) #x
+#define LM_STR(x) LM_XSTR(x)
+
 /* Error codes returned (negated) by every module; main maps them to exit codes. */
 enum {
 	LM_OK = 0,
@@ -37,6 +41,12 @@ int lm_tmp_beside(char **tmp, const char *path, char *err);
 /* Finishes a temporary file from lm_tmp_beside: fsync, close, rename onto path, fsync the
  * directory. Closes fd and unlinks tmp on failure. */
 int lm_commit_tmp(int fd, const char *tmp, const char *path, char *err);
+
+/* v[0..n) into *out (caller frees; NUL-terminated) with a leading "~/" as $HOME/: a shell expands
+ * ~ only at a word's start, so a config file's value and a flag's --state=~/x reach us as typed.
+ * list: v is comma-separated and each item's "~/", after its blanks, is expanded. LM_EINPUT when
+ * a "~/" is there and HOME is unset or empty, LM_EFAIL out of memory; *out NULL then. */
+int lm_home_expand(char **out, const char *v, size_t n, int list);
 
 /* mkdir -p with mode 0700 for what it creates. */
 int lm_mkdirs(const char *path, char *err);
@@ -78,6 +88,10 @@ size_t lm_first_repeat(const char *const *names, size_t n);
 /* The edit distance of a's first la bytes and b (Levenshtein, a swap of two neighbours counting
  * as one edit): for "did you mean" on short names; SIZE_MAX when either is 64 bytes or more. */
 size_t lm_edits(const char *a, size_t la, const char *b);
+
+/* s with each byte outside printable ASCII shown as '?', cut to fit out (len bytes, ending in
+ * "..."); "?" for NULL: untrusted text fit for a message. Returns out. */
+char *lm_printable(char *out, size_t len, const char *s);
 
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "core/ledger.h"
 
@@ -160,6 +162,9 @@ no_pass(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
+/* The keys of a trusted-key file, as trust_parse reads them. */
+static int trust_parse(verdict_trust *out, const char *path, const char *text, size_t len, char *err);
+
 int
 verdict_key_load(verdict_key **out, const char *path, int priv, char *err)
 {
@@ -169,12 +174,21 @@ verdict_key_load(verdict_key **out, const char *path, int priv, char *err)
 	BIO *b = NULL;
 	EVP_PKEY *pkey = NULL;
 	verdict_key *k = NULL;
+	verdict_trust one = {0};
 	int rc;
 
 	*out = NULL;
 	if ((rc = lm_read_file(&text, &len, path, VERDICT_KEYFILE_MAX, err)) != LM_OK)
 		return LM_EINPUT;
-	if (priv && (stat(path, &st) != 0 || (st.st_mode & 077) != 0)) {
+	if (!priv) { /* a public key file, as strictly as a trusted-key file: one key */
+		if ((rc = trust_parse(&one, path, text, len, err)) == LM_OK && one.n != 1)
+			rc = lm_err(err, LM_EINPUT, "%s: %zu public keys: want one", path, one.n);
+		if (rc == LM_OK)
+			*out = one.keys[0], one.n = 0;
+		verdict_trust_clear(&one);
+		goto done;
+	}
+	if (stat(path, &st) != 0 || (st.st_mode & 077) != 0) {
 		rc = lm_err(err, LM_EINPUT, "%s: a private key others can read is refused (chmod 600 it)", path);
 		goto done;
 	}
@@ -184,11 +198,9 @@ verdict_key_load(verdict_key **out, const char *path, int priv, char *err)
 	}
 	if (strstr(text, "PRIVATE KEY-----") != NULL)
 		pkey = PEM_read_bio_PrivateKey(b, NULL, no_pass, NULL);
-	else if (!priv)
-		pkey = PEM_read_bio_PUBKEY(b, NULL, no_pass, NULL);
 	if (pkey == NULL) {
-		rc = lm_err(err, LM_EINPUT, "%s: not a PEM %s (want the files `lume-metal key generate` writes%s)", path,
-		    priv ? "private key" : "public key", priv ? ", without a passphrase" : "");
+		rc = lm_err(err, LM_EINPUT, "%s: not a PEM private key (want the files `lume-metal key generate` writes, "
+		    "without a passphrase)", path);
 		goto done;
 	}
 	if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_ED25519) {
@@ -215,41 +227,173 @@ done:
 	return rc;
 }
 
+/* sshd's StrictModes (OpenSSH's safe_path) for a trusted-key file: its canonical path (links
+ * resolved) is a regular file, and it and each directory above it, up to and including $HOME
+ * when the file is under it, else up to /, is owned by root or this user and writable by
+ * neither its group nor others. canon gets the canonical path. */
+static int
+strict_modes(char canon[PATH_MAX], const char *path, char *err)
+{
+	char home[PATH_MAX], dir[PATH_MAX], *slash;
+	const char *h = getenv("HOME");
+	int stop_home = h != NULL && *h != '\0' && realpath(h, home) != NULL;
+	struct stat st;
+
+	if (realpath(path, canon) == NULL)
+		return lm_err(err, LM_EINPUT, "%s: %s", path, strerror(errno));
+	if (stat(canon, &st) != 0 || !S_ISREG(st.st_mode))
+		return lm_err(err, LM_EINPUT, "%s: not a regular file", path);
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022) != 0)
+		return lm_err(err, LM_EINPUT, "%s: refused: a trusted-key file must be owned by you or root and writable by "
+		    "no one else (as sshd's StrictModes wants authorized_keys; chmod go-w it)", path);
+	memcpy(dir, canon, PATH_MAX);
+	while ((slash = strrchr(dir, '/')) != NULL) {
+		int bad;
+
+		slash[slash == dir] = '\0'; /* the parent; "/" stays "/" */
+		bad = stat(dir, &st) != 0 ? 1 : (st.st_mode & 022) != 0 ? 2 : st.st_uid != 0 && st.st_uid != geteuid() ? 3 : 0;
+		if (bad)
+			return lm_err(err, LM_EINPUT, "%s: refused: its folder %s is %s (a trusted-key file's folders, up to "
+			    "your home or /, must be owned by you or root and writable by no one else, as sshd's StrictModes "
+			    "wants)", path, dir, bad == 1 ? "unreadable" : bad == 2 ? "writable by its group or others" :
+			    "owned by another user");
+		if ((stop_home && strcmp(dir, home) == 0) || strcmp(dir, "/") == 0)
+			break;
+	}
+	return LM_OK;
+}
+
+/* Why line (n bytes) of a trusted-key file, outside a public key block, is refused. */
+static int
+refuse_line(const char *path, int line, const char *s, size_t n, char *err)
+{
+	char label[48];
+	size_t ln = n > 16 ? n - 16 : 0;
+
+	if (ln > 0 && ln < sizeof label && memcmp(s, "-----BEGIN ", 11) == 0 && memcmp(s + n - 5, "-----", 5) == 0 &&
+	    strspn(s + 11, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ") == ln) {
+		memcpy(label, s + 11, ln);
+		label[ln] = '\0';
+		if (strstr(label, "PRIVATE KEY") != NULL)
+			return lm_err(err, LM_EINPUT, "%s:%d: a private key (%s): a trusted-key file holds public keys only "
+			    "(trust the .pub file `lume-metal key generate` wrote beside it)", path, line, label);
+		return lm_err(err, LM_EINPUT, "%s:%d: a %s, not a public key: refused (want BEGIN PUBLIC KEY blocks, as "
+		    "`openssl pkey -pubout` writes them)", path, line, strstr(label, "CERTIFICATE") ? "certificate" : label);
+	}
+	return lm_err(err, LM_EINPUT, "%s:%d: not part of a public key: refused (a trusted-key file holds -----BEGIN PUBLIC "
+	    "KEY----- blocks and blank lines, nothing else)", path, line);
+}
+
+/* Adds the key of the PEM block pem (len bytes, BEGIN to END), begun on line, to out, unless
+ * out has it already; refused past VERDICT_TRUST_MAX. */
+static int
+trust_add(verdict_trust *out, const char *path, int line, const char *pem, size_t len, char *err)
+{
+	BIO *b = BIO_new_mem_buf(pem, (int)len);
+	unsigned char *der = NULL;
+	const unsigned char *q;
+	long dlen = 0;
+	EVP_PKEY *pkey = NULL;
+	verdict_key *k = NULL;
+	char id[VERDICT_KEYID_LEN + 1];
+	int rc = LM_OK;
+
+	if (b == NULL || PEM_bytes_read_bio(&der, &dlen, NULL, PEM_STRING_PUBLIC, b, no_pass, NULL) != 1 ||
+	    (q = der, pkey = d2i_PUBKEY(NULL, &q, dlen)) == NULL || q != der + dlen)
+		rc = lm_err(err, LM_EINPUT, "%s:%d: the public key block does not decode to a public key", path, line);
+	else if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_ED25519)
+		rc = lm_err(err, LM_EINPUT, "%s:%d: not an Ed25519 key (want the .pub file `lume-metal key generate` writes)",
+		    path, line);
+	else if (key_id(id, pkey) != 0)
+		rc = lm_err(err, LM_EINPUT, "%s:%d: cannot read the public key", path, line);
+	for (size_t i = 0; rc == LM_OK && i < out->n; i++)
+		if (strcmp(out->keys[i]->id, id) == 0)
+			goto done; /* listed twice: trusted once */
+	if (rc == LM_OK && out->n == VERDICT_TRUST_MAX)
+		rc = lm_err(err, LM_EINPUT, "%s:%d: more than %d trusted keys: refused", path, line, VERDICT_TRUST_MAX);
+	else if (rc == LM_OK && (k = calloc(1, sizeof *k)) == NULL)
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+	else if (rc == LM_OK) {
+		memcpy(k->id, id, sizeof id);
+		k->pkey = pkey;
+		pkey = NULL;
+		out->keys[out->n++] = k;
+	}
+done:
+	EVP_PKEY_free(pkey);
+	OPENSSL_free(der);
+	BIO_free(b);
+	return rc;
+}
+
+/* Every key of a trusted-key file's text: blank lines and -----BEGIN/END PUBLIC KEY----- blocks
+ * of base64 lines, nothing else (each refused with its line), at least one key. */
+static int
+trust_parse(verdict_trust *out, const char *path, const char *text, size_t len, char *err)
+{
+	static const char begin[] = "-----BEGIN PUBLIC KEY-----", end[] = "-----END PUBLIC KEY-----";
+	const char *p = text, *stop = text + len, *block = NULL;
+	int line = 0, start = 0, keys = 0, rc;
+
+	while (p < stop) {
+		const char *nl = memchr(p, '\n', (size_t)(stop - p)), *e = nl ? nl : stop;
+		size_t n = (size_t)(e - p);
+
+		line++;
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		if (block == NULL && strspn(p, " \t") >= n)
+			; /* blank */
+		else if (block == NULL && n == sizeof begin - 1 && memcmp(p, begin, n) == 0)
+			block = p, start = line;
+		else if (block == NULL)
+			return refuse_line(path, line, p, n, err);
+		else if (n == sizeof end - 1 && memcmp(p, end, n) == 0) {
+			if ((rc = trust_add(out, path, start, block, (size_t)(e - block), err)) != LM_OK)
+				return rc;
+			block = NULL;
+			keys++;
+		} else if (n == 0 || n > 76 || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") < n)
+			return lm_err(err, LM_EINPUT, "%s:%d: not base64 inside the public key begun on line %d: refused", path,
+			    line, start);
+		p = nl ? nl + 1 : stop;
+	}
+	if (block != NULL)
+		return lm_err(err, LM_EINPUT, "%s:%d: the public key begun here has no %s line", path, start, end);
+	if (keys == 0)
+		return lm_err(err, LM_EINPUT, "%s: no public key in it", path);
+	return LM_OK;
+}
+
 int
 verdict_trust_load(verdict_trust *out, const char *list, char *err)
 {
-	const char *p = list ? list : "", *home = getenv("HOME");
-	char path[4096];
+	const char *p = list ? list : "";
+	char canon[PATH_MAX], *path = NULL, *text = NULL;
+	size_t len = 0;
 	int rc = LM_OK;
 
 	memset(out, 0, sizeof *out);
-	while (*p) {
+	while (*p && rc == LM_OK) {
 		size_t n = strcspn(p, ","), a = 0, b = n;
 
 		while (a < b && (p[a] == ' ' || p[a] == '\t'))
 			a++;
 		while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t'))
 			b--;
-		if (b > a) {
-			int fit = b - a >= 2 && p[a] == '~' && p[a + 1] == '/'
-			    ? home != NULL && lm_fmt(path, sizeof path, "%s%.*s", home, (int)(b - a - 1), p + a + 1) == 0
-			    : lm_fmt(path, sizeof path, "%.*s", (int)(b - a), p + a) == 0;
-			verdict_key *k = NULL;
-
-			if (!fit)
-				rc = lm_err(err, LM_EINPUT, "trusted-key: a path too long, or ~/ with no HOME");
-			else if (out->n == VERDICT_TRUST_MAX)
-				rc = lm_err(err, LM_EINPUT, "trusted-key: more than %d keys", VERDICT_TRUST_MAX);
-			else if ((rc = verdict_key_load(&k, path, 0, err)) == LM_OK)
-				out->keys[out->n++] = k;
-			if (rc != LM_OK) {
-				verdict_trust_clear(out);
-				return rc;
-			}
-		}
+		if (b > a && (rc = lm_home_expand(&path, p + a, b - a, 0)) != LM_OK)
+			rc = lm_err(err, rc, rc == LM_EINPUT ? "~/ with no HOME set" : "out of memory");
+		else if (b > a && (rc = strict_modes(canon, path, err)) == LM_OK &&
+		    (rc = lm_read_file(&text, &len, canon, VERDICT_KEYFILE_MAX, err)) == LM_OK)
+			rc = trust_parse(out, path, text, len, err);
+		free(path);
+		free(text);
+		path = text = NULL;
 		p += n + (p[n] == ',');
 	}
-	return LM_OK;
+	if (rc != LM_OK)
+		verdict_trust_clear(out);
+	return rc == LM_OK ? LM_OK : rc == LM_EFAIL ? LM_EFAIL : LM_EINPUT;
 }
 
 void
@@ -544,7 +688,20 @@ check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, co
 			rc = refuse(o, VERDICT_BAD, "the predicate's record %d is not a ledger record: %s", n, bad);
 			goto done;
 		}
+		if (cJSON_HasObjectItem(e, LEDGER_IMPORTED)) {
+			rc = refuse(o, VERDICT_BAD, "the predicate's record %d carries \"" LEDGER_IMPORTED "\", which only "
+			    "an import sets: a signer cannot say where its own record came from", n);
+			goto done;
+		}
+		if (ledger_time_cmp(gstr(e, "time"), o->time) > 0)
+			snprintf(o->time, sizeof o->time, "%s", gstr(e, "time"));
 		n++;
+	}
+	{
+		char hex[65];
+
+		lm_sha256_hex(hex, payload, plen);
+		snprintf(o->statement, sizeof o->statement, "sha256:%s", hex);
 	}
 	o->key = cJSON_DetachItemFromObjectCaseSensitive(pred, "key");
 	o->records = cJSON_DetachItemFromObjectCaseSensitive(pred, "records");

@@ -39,8 +39,8 @@ typedef struct verdict_key verdict_key;
 int verdict_key_generate(char keyid[VERDICT_KEYID_LEN + 1], const char *path, char *err);
 
 /* Loads a key file: a private key (priv set; refused when group or others may read it, like
- * ssh) or a public one (a private key file is taken for its public half). *out (caller frees
- * with verdict_key_free). LM_EINPUT naming path and why. */
+ * ssh) or a public one (read as a trusted-key file is, below, and holding exactly one key).
+ * *out (caller frees with verdict_key_free). LM_EINPUT naming path and why. */
 int verdict_key_load(verdict_key **out, const char *path, int priv, char *err);
 /* The key's id, owned by k. */
 const char *verdict_key_id(const verdict_key *k);
@@ -53,7 +53,17 @@ typedef struct {
 } verdict_trust;
 
 /* Loads list: public key files separated by commas (blanks around each dropped; "~/" is
- * $HOME/). An empty list trusts nothing. LM_EINPUT naming the file and why; nothing kept then. */
+ * $HOME/). An empty list trusts nothing. Each file is strict:
+ *  - every key in it is trusted: one or more -----BEGIN/END PUBLIC KEY----- blocks (SPKI,
+ *    Ed25519), blank lines between; a key listed twice (in a file or in two) counts once;
+ *  - anything else is refused as "FILE:LINE: why": a line outside a block (a comment, text), a
+ *    private key, a certificate or another PEM block, a non-base64 line inside a block, a block
+ *    that does not decode to one public key, a key that is not Ed25519, a file with no key;
+ *  - sshd's StrictModes: the file (links resolved) must be owned by root or this user and
+ *    writable by neither its group nor others, and so each directory above it, up to and
+ *    including $HOME when the file is under it, else up to /;
+ *  - past VERDICT_TRUST_MAX keys in all, "FILE:LINE: more than 32 trusted keys: refused".
+ * LM_EINPUT naming the file and why; nothing kept then. */
 int verdict_trust_load(verdict_trust *out, const char *list, char *err);
 void verdict_trust_clear(verdict_trust *t);
 
@@ -80,6 +90,9 @@ typedef struct {
 	char why[LM_ERRLEN]; /* when not trusted: why, in words */
 	cJSON *key;       /* trusted only: the predicate's ledger key (owned) */
 	cJSON *records;   /* trusted only: its records, each as ledger_record_problem wants (owned) */
+	char statement[VERDICT_KEYID_LEN + 1]; /* trusted only: "sha256:" + hex of the signed payload's
+	                                        * bytes, what names one statement however it is wrapped */
+	char time[40];    /* trusted only: its signed time, the newest of its records' "time" */
 } verdict_opened;
 
 /* The status word: "trusted", "untrusted", "unsigned", "refused". */
@@ -90,7 +103,8 @@ const char *verdict_status_name(int status);
  * signatures checked against every key of trust over the PAE of its payload, and, when one
  * verifies, its statement checked: the Statement v1 type, VERDICT_PREDICATE_TYPE, a subject
  * whose sha256 is digest's, a predicate key object whose "imageDigest" is digest (strings or
- * null, at most 16 fields) and 1..VERDICT_RECORDS_MAX records ledger_record_problem accepts.
+ * null, at most 16 fields) and 1..VERDICT_RECORDS_MAX records ledger_record_problem accepts,
+ * none of which carries the importer's field "imported" (ledger.h: what only an import sets).
  * LM_OK with out->status VERDICT_TRUSTED and out->key and out->records set; otherwise
  * LM_EREFUSED with out->status and out->why (unsigned; signed by an untrusted key, named; a
  * signature that does not verify with the trusted key it names; anything malformed). Clear out

@@ -23,13 +23,23 @@ typedef struct {
 int registry_creds_from_env(registry_creds *out);
 void registry_creds_clear(registry_creds *c);
 
+/* The credentials for registry (HOST[:PORT]) and nothing else, as Docker keeps them per host:
+ * auth_file's (a Docker config, {"auths": {"HOST[:PORT]" or "https://HOST/...": {"auth":
+ * base64 of USER:SECRET} or {"username", "password"}}}; a regular file only its owner can read,
+ * else refused), else the environment's (registry_creds_from_env) when registry is env_registry
+ * (NULL: ghcr.io), the registry `lume push` sends them to; else none. Host names compare case-
+ * insensitively. Returns 1 (*out filled), 0 (anonymous), LM_EINPUT naming auth_file when it
+ * cannot be used, LM_EFAIL out of memory. Secrets read are wiped once copied. */
+int registry_creds_for(registry_creds *out, const char *registry, const char *env_registry, const char *auth_file,
+    char *err);
+
 /* The manifest digest the registry answers for repo:tag (e.g. "127.0.0.5:5000", "trycua/
  * macos-tahoe-cua", "latest") into out. registry is HOST[:PORT] as Lume's --registry takes it:
  * plain http when HOST is a loopback address (127.0.0.0/8, ::1, localhost), https otherwise.
  * Sends Accept for the OCI and Docker manifest and index types. On a 401 it follows the
  * challenge: Bearer realm/service/scope (GET realm?service=&scope= with creds as Basic when
  * given, then `token` or `access_token`, then the HEAD again with that token; the realm must be
- * https, or http on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
+ * https, or plain http to a loopback address from a registry on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
  * (anonymous). Header and token bodies are bounded (REGISTRY_*_MAX), redirects are not
  * followed, the digest must be "sha256:" + 64 lowercase hex.
  * Errors name the registry: "registry R is unreachable", "registry R did not answer within N
@@ -47,9 +57,11 @@ int registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const ch
  * of ops/verdicts.h): the challenge of the first 401 (Bearer or Basic, as above; with push,
  * the token's scope asks for pull,push) is answered once and its Authorization kept for the
  * calls after it. Plain http on loopback only, as above. Redirects are not followed, except
- * by registry_blob_get (a blob's storage): at most 3, to https (http on loopback), without the
- * Authorization. Every body read is bounded by the max given; every digest is checked against
- * the bytes. Errors name the registry. */
+ * by registry_blob_get (a blob's storage): at most 3, each hop checked before it is made (https
+ * to any host; plain http only from a registry on loopback to a loopback address), without the
+ * Authorization or the credentials. Every body read is bounded by the max given; every digest
+ * is checked against the bytes. Errors name the registry, and the host that answered when a
+ * redirect led elsewhere ("HOST (where registry R redirected) answered ..."). */
 typedef struct registry_client registry_client;
 
 #define REGISTRY_MANIFEST_MAX (256u << 10) /* bytes of a manifest or index read */
@@ -73,6 +85,13 @@ int registry_manifest_get(registry_client *c, const char *ref, size_t max, char 
  * *subject (may be NULL) whether the registry answered OCI-Subject (it indexes referrers). */
 int registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err);
+
+/* DELETE of the tag (OCI distribution 1.1: the tag goes, its manifest and other tags stay).
+ * LM_OK when the registry answered 202; LM_EFAIL, err saying what it answered, when it does
+ * not delete tags (distribution 2.8 answers 400 DIGEST_INVALID; others 405) or the exchange
+ * failed. There is no deletion by digest here: that deletes the manifest and every tag naming
+ * it. */
+int registry_tag_delete(registry_client *c, const char *tag, char *err);
 
 /* Uploads a blob (POST then PUT ?digest=) unless the registry has it (HEAD); *digest gets it. */
 int registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1],

@@ -205,7 +205,7 @@ deploy_finish(deploy_job *j, cJSON *r)
 			cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
 			if (!installed && cJSON_IsString(reason))
 				ledger_add_reason(rec, reason->valuestring);
-			/* "workload": this VM's failure; the gate and status skip it (ledger_last). */
+			/* "workload": this VM's failure; the gate and status skip it (ledger_verdict). */
 			if (cause)
 				cJSON_AddStringToObject(rec, "cause", cause);
 			add_confirm(rec, res);
@@ -250,24 +250,19 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	char msg[LM_ERRLEN];
 	int recorded = 0, settle = -1;
 	uint64_t sent = 0;
+	/* A verdict covers one payload: only this one's records gate it. */
+	const ledger_want want = {"deploy|golden", o->info->sha256, o->info->profile, o->info->workload, 0};
 
 	(void)err;
 	*out = r;
 	cJSON_AddStringToObject(r, "sha256", o->info->sha256);
 	if (session_open_exec(&s, r, t, o, &x) != LM_OK)
 		return LM_OK;
-	if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+	/* The registry's verdicts first, when asked for (verdicts.h): the newest decides. */
+	verdicts_consult(r, &s, o);
+	if (ledger_load_verdict(&last, &recorded, o->state, s.key, &want, msg) != LM_OK) {
 		session_set_state(r, "failed", msg);
 		goto done;
-	}
-	/* No verdict here: the registry's, when asked for (verdicts.h), then the ledger again. */
-	if (verdicts_consult(r, &s, o) > 0) {
-		cJSON_Delete(last);
-		last = NULL;
-		if (ledger_load_last(&last, &recorded, o->state, s.key, "deploy|golden", msg) != LM_OK) {
-			session_set_state(r, "failed", msg);
-			goto done;
-		}
 	}
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "fail") == 0 && !o->force) {

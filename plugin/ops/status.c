@@ -16,6 +16,7 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	session_vm s;
 	char msg[LM_ERRLEN];
 	int code = 0;
+	ledger_want want = {"deploy|golden", NULL, NULL, NULL, 0};
 
 	(void)err;
 	*out = r;
@@ -23,8 +24,10 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		return LM_OK;
 	if (session_run_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
-	verdicts_consult(r, &s, o); /* the registry's verdict, when asked for and none is here */
-	if (ledger_load_last(&last, NULL, o->state, s.key, "deploy|golden", msg) != LM_OK) {
+	verdicts_consult(r, &s, o); /* the registry's verdicts, when asked for */
+	/* The verdict on the payload installed (any payload's when none is). */
+	want.payload = s.f.current;
+	if (ledger_load_verdict(&last, NULL, o->state, s.key, &want, msg) != LM_OK) {
 		/* A verdict that cannot be read is no "ok": failed, saying which document. */
 		cJSON_AddStringToObject(r, "ledgerError", msg);
 		session_set_state(r, "failed", msg);

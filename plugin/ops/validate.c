@@ -659,19 +659,43 @@ validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	return one(out, t, o, 1);
 }
 
+/* Whether key has a validate record of some payload (to say why none counts for this one). */
+static int
+other_payload(const char *state, const cJSON *key)
+{
+	const ledger_want any = {"validate", NULL, NULL, NULL, 1};
+	cJSON *last = NULL;
+	char err[LM_ERRLEN];
+	int found = ledger_load_verdict(&last, NULL, state, key, &any, err) == LM_OK && last != NULL;
+
+	cJSON_Delete(last);
+	return found;
+}
+
+ledger_want
+validate_want(const payload_info *info)
+{
+	return (ledger_want){"validate", info ? info->sha256 : NULL, info ? info->profile : NULL,
+		info ? info->workload : NULL, 0};
+}
+
 int
-validate_check(const char *state, const cJSON *key, char *why)
+validate_check(const char *state, const cJSON *key, const payload_info *info, char *why)
 {
 	cJSON *last = NULL;
 	const cJSON *v;
+	const ledger_want w = validate_want(info);
 	char who[400];
 	int rc;
 
-	if (ledger_load_last(&last, NULL, state, key, "validate", why) != LM_OK)
+	if (ledger_load_verdict(&last, NULL, state, key, &w, why) != LM_OK)
 		return LM_EFAIL;
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0)
 		rc = LM_OK;
+	else if (last == NULL && info != NULL && other_payload(state, key))
+		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version has validate "
+		    "records, but none for this payload (%.12s...: a verdict covers one payload)", info->sha256);
 	else if (last == NULL)
 		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version has no validate "
 		    "record");
@@ -781,7 +805,7 @@ validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
 {
 	const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
 	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], by[512];
-	int rc = validate_check(o->state, s->key, msg), g;
+	int rc = validate_check(o->state, s->key, o->info, msg), g;
 	size_t at;
 
 	if (rc == LM_OK)
@@ -804,7 +828,7 @@ validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
 	if (g == GATE_MINE) {
 		rc = validate_session(r, s, t, o);
 		gate_leave(at, r);
-	} else if ((rc = validate_check(o->state, s->key, msg)) != LM_OK) {
+	} else if ((rc = validate_check(o->state, s->key, o->info, msg)) != LM_OK) {
 		/* Another VM of this version validated it, or tried, while this one waited: its verdict stands. */
 		snprintf(why, sizeof why, "%s (in this run)", msg);
 		session_set_state(r, rc == LM_EFAIL ? "failed" : "refused", why);
@@ -818,6 +842,7 @@ validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	char msg[LM_ERRLEN + 700], by[512];
 	cJSON *last = NULL;
 	const cJSON *v, *why;
+	ledger_want want;
 	size_t at;
 	int g, rc;
 
@@ -834,7 +859,8 @@ validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 		session_set_state(r, "skipped", msg);
 		return LM_EFAIL;
 	}
-	if (ledger_load_last(&last, NULL, o->state, s->key, "validate", msg) != LM_OK) {
+	want = validate_want(o->info);
+	if (ledger_load_verdict(&last, NULL, o->state, s->key, &want, msg) != LM_OK) {
 		session_set_state(r, "failed", msg);
 		return LM_EFAIL;
 	}

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/ledger.h"
 #include "ops/session.h"
 
 /* The defaults of the workload manifest's "validation" object (manifests/schema/
@@ -118,9 +119,13 @@ int validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opt
 /* validate_one with validate_version: the fleet's per-VM function of `validate`. */
 int validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err);
 
-/* The gate: LM_OK when key's last validate record passed; otherwise LM_EREFUSED with why (a
- * message that names the record or its absence), or LM_EFAIL when the ledger cannot be read. */
-int validate_check(const char *state, const cJSON *key, char *why);
+/* What a validate record must be about to count for payload info (NULL: any payload). */
+ledger_want validate_want(const payload_info *info);
+
+/* The gate: LM_OK when key's newest validate record for info's payload (validate_want)
+ * passed; otherwise LM_EREFUSED with why (a message that names the record or its absence), or
+ * LM_EFAIL when the ledger cannot be read. */
+int validate_check(const char *state, const cJSON *key, const payload_info *info, char *why);
 
 /* deploy's gate, for a workload with "requireValidation": LM_OK when key's last validate
  * record passed, or when o->validate is set and validate_session passes on this VM now (not in

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/ledger.h"
 #include "core/util.h"
@@ -74,14 +75,41 @@ verdicts_ref_parse(verdicts_ref *out, const char *ref, const verdicts_cfg *cfg, 
 	return LM_OK;
 }
 
-/* The client for ref's repository, with the environment's credentials (*creds, cleared by the caller). */
+/* The client for ref's repository, with that registry's own credentials and no other's
+ * (registry_creds_for; *creds, cleared by the caller). */
 static int
 client_for(registry_client **c, registry_creds *creds, const verdicts_ref *vr, int push, const verdicts_cfg *cfg,
     char *err)
 {
-	if (registry_creds_from_env(creds) < 0)
-		return lm_err(err, LM_EFAIL, "out of memory");
+	int rc = registry_creds_for(creds, vr->registry, cfg ? cfg->registry_default : NULL, cfg ? cfg->auth_file : NULL,
+	    err);
+
+	if (rc < 0)
+		return rc;
 	return registry_client_new(c, vr->registry, vr->repo, creds, push, timeout_of(cfg), err);
+}
+
+int
+verdicts_allowed(const verdicts_cfg *cfg, const char *registry)
+{
+	const char *def = cfg && cfg->registry_default ? cfg->registry_default : "ghcr.io";
+	const char *p = cfg ? cfg->registries : NULL;
+	size_t n = strlen(registry);
+
+	if (strcasecmp(def, registry) == 0)
+		return 1;
+	while (p != NULL && *p) {
+		size_t l;
+
+		p += strspn(p, " \t,");
+		l = strcspn(p, ",");
+		while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+			l--;
+		if (l == n && l > 0 && strncasecmp(p, registry, n) == 0)
+			return 1;
+		p += strcspn(p, ",");
+	}
+	return 0;
 }
 
 /* The image manifest of vr (by digest when given, else its tag): *digest, its media type and size. */
@@ -125,15 +153,17 @@ gather_doc(const cJSON *doc, const char *path, void *arg)
 	(void)path;
 	if (gstr(key, "imageDigest") == NULL || strcmp(gstr(key, "imageDigest"), g->digest) != 0)
 		return 0;
+	/* The newest (by time) of each, made here: an imported record is its signer's, not ours to sign. */
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
-		const char *k = gstr(r, "kind"), *src = gstr(r, "source");
+		const char *k = gstr(r, "kind");
+		const cJSON **slot;
 
-		if (k == NULL || (src != NULL && strcmp(src, "registry") == 0))
-			continue; /* a record imported from a registry is its signer's, not ours to sign */
-		if (strcmp(k, "deploy") == 0 || strcmp(k, "golden") == 0)
-			last_dg = r;
-		else if (strcmp(k, "validate") == 0)
-			last_v = r;
+		if (k == NULL || ledger_is_imported(r) || (strcmp(k, "deploy") != 0 && strcmp(k, "golden") != 0 &&
+		    strcmp(k, "validate") != 0))
+			continue;
+		slot = strcmp(k, "validate") == 0 ? &last_v : &last_dg;
+		if (*slot == NULL || ledger_time_cmp(gstr(r, "time"), gstr(*slot, "time")) >= 0)
+			*slot = r;
 	}
 	if (last_dg == NULL && last_v == NULL)
 		return 0;
@@ -379,6 +409,8 @@ fetch_one(registry_client *c, const char *artifact, const char *image_digest, co
 	else
 		cJSON_AddNullToObject(a, "signer");
 	if (vo.status == VERDICT_TRUSTED) {
+		cJSON_AddStringToObject(a, "statement", vo.statement);
+		cJSON_AddStringToObject(a, "time", vo.time);
 		cJSON_AddItemToObject(a, "key", vo.key);
 		cJSON_AddItemToObject(a, "records", vo.records);
 		vo.key = vo.records = NULL;
@@ -391,8 +423,117 @@ done:
 	free(env);
 }
 
+/* An artifact the index lists, with the time its annotation claims (a hint to read the newest
+ * first: nothing signs it). */
+typedef struct {
+	const char *digest, *created;
+	int at;
+} listed;
+
+static int
+cmp_listed(const void *a, const void *b)
+{
+	const listed *x = a, *y = b;
+	int c = ledger_time_cmp(y->created, x->created); /* the newest first */
+
+	return c ? c : y->at - x->at; /* then the later listed */
+}
+
+/* Trusted artifacts' entries of arts, the newest signed time first. */
+static int
+cmp_signed(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+
+	return ledger_time_cmp(gstr(y, "time"), gstr(x, "time"));
+}
+
+/* An entry {"artifact", "status", "reason"} of arts for an artifact not read. */
+static void
+not_read(cJSON *arts, const char *artifact, const char *status, const char *reason)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddItemToArray(arts, a);
+	if (artifact)
+		cJSON_AddStringToObject(a, "artifact", artifact);
+	else
+		cJSON_AddNullToObject(a, "artifact");
+	cJSON_AddStringToObject(a, "status", status);
+	cJSON_AddStringToObject(a, "reason", reason);
+}
+
+/* Whether known (an array of strings) holds digest. */
+static int
+is_known(const cJSON *known, const char *digest)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, known)
+		if (cJSON_IsString(e) && strcmp(e->valuestring, digest) == 0)
+			return 1;
+	return 0;
+}
+
+/* Reads the artifacts of list (an index's manifests) of the verdict type into arts: at most
+ * VERDICTS_EXAMINE_MAX read, the newest by annotation first; untrusted ones count for nothing,
+ * and of the trusted ones the newest VERDICTS_ARTIFACTS_MAX by signed time are kept ("older"
+ * the rest, their records dropped). */
+static void
+read_listed(registry_client *c, const cJSON *list, const char *image_digest, const verdicts_cfg *cfg,
+    const cJSON *known, cJSON *arts)
+{
+	listed *v = NULL;
+	const cJSON *e;
+	cJSON *a, **trusted = NULL;
+	size_t n = 0, nt = 0, cap = (size_t)cJSON_GetArraySize(list) + 1;
+	int at = 0;
+
+	if ((v = calloc(cap, sizeof *v)) == NULL || (trusted = calloc(cap, sizeof *trusted)) == NULL)
+		goto done;
+	cJSON_ArrayForEach(e, list) {
+		const char *ad = gstr(e, "digest"), *t = gstr(e, "artifactType");
+
+		at++;
+		if (t == NULL || strcmp(t, VERDICT_ARTIFACT_TYPE) != 0)
+			continue;
+		if (ad == NULL || strncmp(ad, "sha256:", 7) != 0 || !lm_is_sha256(ad + 7)) {
+			not_read(arts, NULL, "refused", "the index lists a digest that is not sha256: and 64 hex");
+			continue;
+		}
+		v[n++] = (listed){ad, gstr(cJSON_GetObjectItemCaseSensitive(e, "annotations"), "org.opencontainers.image.created"),
+			at};
+	}
+	qsort(v, n, sizeof *v, cmp_listed);
+	for (size_t i = 0; i < n; i++) {
+		if (is_known(known, v[i].digest))
+			not_read(arts, v[i].digest, "known", "recorded here already");
+		else if (i >= VERDICTS_EXAMINE_MAX)
+			not_read(arts, v[i].digest, "unread", "past the " LM_STR(VERDICTS_EXAMINE_MAX) " artifacts one lookup "
+			    "reads (the newest by their annotation first)");
+		else {
+			fetch_one(c, v[i].digest, image_digest, cfg, arts);
+			a = cJSON_GetArrayItem(arts, cJSON_GetArraySize(arts) - 1);
+			if (strcmp(gstr(a, "status"), "trusted") == 0)
+				trusted[nt++] = a;
+		}
+	}
+	/* By signed time, never by list order: the newest trusted ones are kept. */
+	qsort(trusted, nt, sizeof *trusted, cmp_signed);
+	for (size_t i = VERDICTS_ARTIFACTS_MAX; i < nt; i++) {
+		cJSON_ReplaceItemInObjectCaseSensitive(trusted[i], "status", cJSON_CreateString("older"));
+		cJSON_DeleteItemFromObjectCaseSensitive(trusted[i], "records");
+		cJSON_AddStringToObject(trusted[i], "reason", "trusted, but older than the newest "
+		    LM_STR(VERDICTS_ARTIFACTS_MAX) " trusted ones by signed time");
+	}
+done:
+	free(v);
+	free(trusted);
+}
+
 int
-verdicts_fetch(cJSON **out, const char *reference, const char *digest, const verdicts_cfg *cfg, char *err)
+verdicts_fetch(cJSON **out, const char *reference, const char *digest, const verdicts_cfg *cfg, const cJSON *known,
+    char *err)
 {
 	verdicts_ref vr;
 	registry_client *c = NULL;
@@ -400,9 +541,9 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 	char d[REGISTRY_DIGEST_LEN + 1], mt[128], name[600], *idx_text = NULL;
 	size_t ilen = 0;
 	long long size;
-	cJSON *idx = NULL, *arts, *e;
+	cJSON *idx = NULL;
 	const cJSON *list;
-	int rc, api = 0, n, skip;
+	int rc, api = 0;
 
 	*out = NULL;
 	if ((rc = verdicts_ref_parse(&vr, reference, cfg, err)) != LM_OK)
@@ -413,7 +554,6 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 		snprintf(d, sizeof d, "%s", digest ? digest : vr.digest);
 	else if ((rc = image_manifest(c, &vr, NULL, d, mt, &size, err)) != LM_OK)
 		goto done;
-	(void)mt;
 	if ((rc = registry_referrers(c, d, VERDICT_ARTIFACT_TYPE, &idx_text, &ilen, &api, err)) != LM_OK)
 		goto done;
 	snprintf(name, sizeof name, "%s/%s", vr.registry, vr.repo);
@@ -422,7 +562,6 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 	cJSON_AddStringToObject(*out, "repository", name);
 	cJSON_AddStringToObject(*out, "digest", d);
 	cJSON_AddBoolToObject(*out, "referrersApi", api);
-	arts = cJSON_AddArrayToObject(*out, "artifacts");
 	if (idx_text != NULL && (verdict_too_deep(idx_text, ilen, VERDICT_DEPTH_MAX) ||
 	    (idx = cJSON_ParseWithLength(idx_text, ilen)) == NULL ||
 	    !cJSON_IsArray(list = cJSON_GetObjectItemCaseSensitive(idx, "manifests")))) {
@@ -430,31 +569,7 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 		goto done;
 	}
 	list = idx ? cJSON_GetObjectItemCaseSensitive(idx, "manifests") : NULL;
-	/* The newest VERDICTS_ARTIFACTS_MAX of this type (an index lists them oldest first). */
-	n = 0;
-	cJSON_ArrayForEach(e, list)
-		n += gstr(e, "artifactType") && strcmp(gstr(e, "artifactType"), VERDICT_ARTIFACT_TYPE) == 0;
-	skip = n > VERDICTS_ARTIFACTS_MAX ? n - VERDICTS_ARTIFACTS_MAX : 0;
-	cJSON_ArrayForEach(e, list) {
-		const char *ad = gstr(e, "digest");
-
-		if (gstr(e, "artifactType") == NULL || strcmp(gstr(e, "artifactType"), VERDICT_ARTIFACT_TYPE) != 0)
-			continue;
-		if (skip > 0) {
-			skip--;
-			continue;
-		}
-		if (ad == NULL || strncmp(ad, "sha256:", 7) != 0 || !lm_is_sha256(ad + 7)) {
-			cJSON *a = cJSON_CreateObject();
-
-			cJSON_AddItemToArray(arts, a);
-			cJSON_AddNullToObject(a, "artifact");
-			cJSON_AddStringToObject(a, "status", "refused");
-			cJSON_AddStringToObject(a, "reason", "the index lists a digest that is not sha256: and 64 hex");
-			continue;
-		}
-		fetch_one(c, ad, d, cfg, arts);
-	}
+	read_listed(c, list, d, cfg, known, cJSON_AddArrayToObject(*out, "artifacts"));
 	rc = LM_OK;
 done:
 	if (*out != NULL)
@@ -466,17 +581,22 @@ done:
 	return rc;
 }
 
-/* Whether doc holds rec already (the same artifact, kind and time). */
+/* Whether doc holds rec of statement already (the same statement, kind and time: however it
+ * was wrapped), or, in a ledger an older version wrote, of artifact. */
 static int
-holds(const cJSON *doc, const cJSON *rec, const char *artifact)
+holds(const cJSON *doc, const cJSON *rec, const char *statement, const char *artifact)
 {
 	const cJSON *r;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records"))
-		if (gstr(r, "artifact") && strcmp(gstr(r, "artifact"), artifact) == 0 && gstr(r, "kind") &&
-		    strcmp(gstr(r, "kind"), gstr(rec, "kind")) == 0 && gstr(r, "time") &&
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const char *st = ledger_import_field(r, "statement"), *art = ledger_import_field(r, "artifact");
+
+		if (!(st ? strcmp(st, statement) == 0 : art != NULL && strcmp(art, artifact) == 0))
+			continue;
+		if (gstr(r, "kind") && strcmp(gstr(r, "kind"), gstr(rec, "kind")) == 0 && gstr(r, "time") &&
 		    strcmp(gstr(r, "time"), gstr(rec, "time")) == 0)
 			return 1;
+	}
 	return 0;
 }
 
@@ -489,28 +609,34 @@ verdicts_import(int *added, const char *state, const cJSON *fetched, char *err)
 	*added = 0;
 	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(fetched, "artifacts")) {
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(a, "key");
-		const char *art = gstr(a, "artifact"), *st = gstr(a, "status");
+		const char *art = gstr(a, "artifact"), *st = gstr(a, "status"), *stmt = gstr(a, "statement");
 		cJSON *doc = NULL;
 
-		if (st == NULL || strcmp(st, "trusted") != 0 || !cJSON_IsObject(key) || art == NULL)
+		if (st == NULL || strcmp(st, "trusted") != 0 || !cJSON_IsObject(key) || art == NULL || stmt == NULL)
 			continue;
 		if ((rc = ledger_load(&doc, state, key, err)) != LM_OK)
 			return rc;
 		cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(a, "records")) {
-			cJSON *rec;
+			cJSON *rec, *imp;
 
-			if (doc != NULL && holds(doc, r, art))
+			if (doc != NULL && holds(doc, r, stmt, art))
 				continue;
 			if ((rec = cJSON_Duplicate(r, 1)) == NULL) {
 				cJSON_Delete(doc);
 				return lm_err(err, LM_EFAIL, "out of memory");
 			}
-			cJSON_DeleteItemFromObjectCaseSensitive(rec, "source");
+			/* Where it came from is the importer's to say (ledger.h), in a field no signer can supply;
+			 * what an older signer put at the top level says nothing of that. */
 			cJSON_DeleteItemFromObjectCaseSensitive(rec, "signer");
 			cJSON_DeleteItemFromObjectCaseSensitive(rec, "artifact");
-			cJSON_AddStringToObject(rec, "source", "registry");
-			cJSON_AddStringToObject(rec, "signer", gstr(a, "signer"));
-			cJSON_AddStringToObject(rec, "artifact", art);
+			if (gstr(rec, "source") && strcmp(gstr(rec, "source"), "registry") == 0)
+				cJSON_DeleteItemFromObjectCaseSensitive(rec, "source");
+			imp = cJSON_AddObjectToObject(rec, LEDGER_IMPORTED);
+			cJSON_AddStringToObject(imp, "from", "registry");
+			ledger_add_str(imp, "repository", gstr(fetched, "repository"));
+			cJSON_AddStringToObject(imp, "signer", gstr(a, "signer"));
+			cJSON_AddStringToObject(imp, "artifact", art);
+			cJSON_AddStringToObject(imp, "statement", stmt);
 			rc = ledger_append(state, key, rec, err);
 			cJSON_Delete(rec);
 			if (rc != LM_OK) {
@@ -537,44 +663,43 @@ static pthread_mutex_t look_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t look_cv = PTHREAD_COND_INITIALIZER;
 static lookup *lookups;
 
-/* Whether key's document has what the gate reads: a deploy|golden record, and with
- * require_validation a validate record. */
-static int
-has_local(const session_opts *o, const cJSON *key)
+/* The artifacts whose records key's document holds already (imported before): not read again. */
+static cJSON *
+known_of(const session_opts *o, const cJSON *key)
 {
-	cJSON *last = NULL;
+	cJSON *doc = NULL, *known = cJSON_CreateArray();
+	const cJSON *r;
 	char err[LM_ERRLEN];
-	int ok;
 
-	if (ledger_load_last(&last, NULL, o->state, key, "deploy|golden", err) != LM_OK)
-		return 1; /* a ledger that cannot be read: the gate says so itself */
-	ok = last != NULL;
-	cJSON_Delete(last);
-	last = NULL;
-	if (ok && o->require_validation) {
-		if (ledger_load_last(&last, NULL, o->state, key, "validate", err) != LM_OK)
-			return 1;
-		ok = last != NULL;
-		cJSON_Delete(last);
+	if (known == NULL || ledger_load(&doc, o->state, key, err) != LM_OK)
+		return known; /* a ledger that cannot be read: everything is read, and the gate says so */
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
+		const char *art = ledger_import_field(r, "artifact");
+
+		if (art != NULL && !is_known(known, art))
+			cJSON_AddItemToArray(known, cJSON_CreateString(art));
 	}
-	return ok;
+	cJSON_Delete(doc);
+	return known;
 }
 
 /* The lookup itself: fetch, import, and the summary for its VMs. */
 static cJSON *
 look_up(int *imported, const session_vm *s, const session_opts *o, const char *name)
 {
-	cJSON *sum = cJSON_CreateObject(), *f = NULL;
+	cJSON *sum = cJSON_CreateObject(), *f = NULL, *known;
 	const cJSON *a;
 	char err[LM_ERRLEN], msg[LM_ERRLEN + 300];
 	const char *signer = NULL, *artifact = NULL, *untrusted = NULL, *why = NULL;
-	int added = 0, trusted = 0, n = 0, rc;
+	int added = 0, trusted = 0, n = 0, current = 0, rc;
 	int64_t t0 = lm_now_ms();
 
 	*imported = 0;
 	cJSON_AddStringToObject(sum, "source", "registry");
 	cJSON_AddStringToObject(sum, "repository", name);
-	rc = verdicts_fetch(&f, s->image, s->digest, o->verdicts, err);
+	known = known_of(o, s->key);
+	rc = verdicts_fetch(&f, s->image, s->digest, o->verdicts, known, err);
+	cJSON_Delete(known);
 	if (f != NULL)
 		cJSON_AddNumberToObject(sum, "requests", cJSON_GetObjectItemCaseSensitive(f, "requests")->valuedouble);
 	cJSON_AddNumberToObject(sum, "ms", (double)(lm_now_ms() - t0));
@@ -589,8 +714,11 @@ look_up(int *imported, const session_vm *s, const session_opts *o, const char *n
 		n++;
 		if (strcmp(gstr(a, "status"), "trusted") == 0) {
 			trusted++;
-			signer = gstr(a, "signer"), artifact = gstr(a, "artifact");
-		} else if (untrusted == NULL) {
+			if (signer == NULL) /* the newest by signed time comes first */
+				signer = gstr(a, "signer"), artifact = gstr(a, "artifact");
+		} else if (strcmp(gstr(a, "status"), "known") == 0 || strcmp(gstr(a, "status"), "older") == 0)
+			current++;
+		else if (untrusted == NULL) {
 			untrusted = gstr(a, "signer");
 			why = gstr(a, "reason");
 		}
@@ -608,6 +736,11 @@ look_up(int *imported, const session_vm *s, const session_opts *o, const char *n
 		cJSON_AddNumberToObject(sum, "recordsAdded", added);
 		snprintf(msg, sizeof msg, "the registry's verdict for this image version, signed by trusted key %s (artifact "
 		    "%.19s...)", signer, artifact);
+		ledger_add_str(sum, "message", msg);
+	} else if (current > 0) {
+		cJSON_AddStringToObject(sum, "state", "current");
+		snprintf(msg, sizeof msg, "the registry holds no verdict for this image version that this ledger does not "
+		    "have (%d recorded here already)", current);
 		ledger_add_str(sum, "message", msg);
 	} else if (n > 0) {
 		cJSON_AddStringToObject(sum, "state", "untrusted");
@@ -632,16 +765,27 @@ verdicts_consult(cJSON *r, const session_vm *s, const session_opts *o)
 	lookup *l;
 	int imported;
 
-	if (o->verdicts == NULL || !o->verdicts->registry || s->key == NULL || has_local(o, s->key))
+	if (o->verdicts == NULL || !o->verdicts->registry || s->key == NULL)
 		return 0;
-	if (s->digest[0] == '\0' || s->image == NULL || verdicts_ref_parse(&vr, s->image, o->verdicts, err) != LM_OK) {
+	if (s->digest[0] == '\0' || s->image == NULL || verdicts_ref_parse(&vr, s->image, o->verdicts, err) != LM_OK ||
+	    (o->image == NULL && !verdicts_allowed(o->verdicts, vr.registry))) {
 		cJSON *v = cJSON_AddObjectToObject(r, "verdicts");
+		char why[LM_ERRLEN];
 
 		cJSON_AddStringToObject(v, "source", "registry");
 		cJSON_AddStringToObject(v, "state", "skipped");
-		cJSON_AddStringToObject(v, "message", s->digest[0] == '\0' ? "the registry was not asked: this VM has no "
-		    "image digest (.manifest-digest)" : "the registry was not asked: no image reference (--image "
-		    "REGISTRY/REPO:TAG, or a golden image's image.json)");
+		if (s->digest[0] == '\0' || s->image == NULL || verdicts_ref_parse(&vr, s->image, o->verdicts, err) != LM_OK)
+			cJSON_AddStringToObject(v, "message", s->digest[0] == '\0' ? "the registry was not asked: this VM has no "
+			    "image digest (.manifest-digest)" : "the registry was not asked: no image reference (--image "
+			    "REGISTRY/REPO:TAG, or a golden image's image.json)");
+		else { /* the guest's label names a registry the operator did not: nothing goes there */
+			char reg[80];
+
+			snprintf(why, sizeof why, "the registry was not asked: the guest's image.json names registry %s, which is "
+			    "neither registry= nor in verdict-registries= (the operator names where verdicts come from; "
+			    "--image REF names one for this run)", lm_printable(reg, sizeof reg, vr.registry));
+			cJSON_AddStringToObject(v, "message", why);
+		}
 		return 0;
 	}
 	snprintf(name, sizeof name, "%s/%s", vr.registry, vr.repo);

@@ -64,6 +64,11 @@ check_grep "... taking the stock answer this image version has on record with th
 check_grep "... and its record says so" '"stockRecorded":true' "$T/ledger.json"
 check "... and current is whole" test -f "$(root tahoe-1)/current/MANIFEST.json"
 
+# A verdict covers one payload: A's validate record does not let B through (it did before).
+check_rc "a second payload, its own not validated: refused (exit 3)" 3 lm deploy tahoe-1 --payload "$T/b.tar.gz"
+check_has "... saying the records are of another payload" "has validate records, but none for this payload (${B%"${B#????????????}"}...: a verdict covers one payload)" "$T/.out"
+check "... and A stays current" test "$(readlink "$(root tahoe-1)/current")" = "releases/$A"
+validated "validate the second payload on tahoe-1's image version" tahoe-1 --payload "$T/b.tar.gz"
 check_rc "a second payload" 0 lm deploy tahoe-1 --payload "$T/b.tar.gz"
 check "... becomes current, the first previous" test "$(readlink "$(root tahoe-1)/current")" = "releases/$B" -a \
 	"$(readlink "$(root tahoe-1)/previous")" = "releases/$A"
@@ -117,6 +122,7 @@ stop_guest tahoe-bad
 sh "$TOP/tests/sshd.sh" start "$T/g/tahoe-bad" 127.0.0.3 "$PORT"
 check_rc "--force validates it again; now the device passes" 0 lm deploy tahoe-bad --payload "$T/a.tar.gz" --image ghcr.io/x/bad:1 --force
 check "... and it is current" test "$(readlink "$(root tahoe-bad)/current")" = "releases/$A"
+validated "the second payload validates on that image version" tahoe-1 --payload "$T/b.tar.gz" --image ghcr.io/x/bad:1
 check_rc "a dry run of a new payload" 0 lm deploy tahoe-bad --payload "$T/b.tar.gz" --image ghcr.io/x/bad:1 --dry-run --json
 check_grep "... prints the plan" '"plan":\["upload' "$T/.out"
 check "... and changes nothing" test "$(readlink "$(root tahoe-bad)/current")" = "releases/$A"

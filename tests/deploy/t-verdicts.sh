@@ -38,22 +38,28 @@ ctl() {
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal" "$T/cfg-C/lume-metal" "$T/state-A" "$T/state-B" "$T/state-C"
 
 # Keys: A signs; C has a key of its own.
-check_rc "key generate writes a key pair" 0 "$LM" key generate "$T/keyA"
+check_rc "key generate writes a key pair" 0 "$LM" key generate "$HOME/keyA"
 check_grep "... naming its id" '^key id sha256:[0-9a-f]{64}$' "$T/.out"
 KA=$(sed -n 's/^key id //p' "$T/.out")
-check "... the private key 0600, the public one 0644" test "$(stat -c %a "$T/keyA")" = 600 -a "$(stat -c %a "$T/keyA.pub")" = 644
-check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$T/keyA' -noout -text | grep -q ED25519 &&
-	openssl pkey -pubin -in '$T/keyA.pub' -noout -text | grep -q ED25519"
-check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$T/keyA"
+check "... the private key 0600, the public one 0644" test "$(stat -c %a "$HOME/keyA")" = 600 -a "$(stat -c %a "$HOME/keyA.pub")" = 644
+check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$HOME/keyA' -noout -text | grep -q ED25519 &&
+	openssl pkey -pubin -in '$HOME/keyA.pub' -noout -text | grep -q ED25519"
+check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$HOME/keyA"
 check_has "... never overwriting it" "never overwritten" "$T/.out"
-"$LM" key generate "$T/keyC" >/dev/null || exit 1
-printf 'signing-key=%s\ntrusted-key=%s.pub\n' "$T/keyA" "$T/keyA" >"$T/cfg-A/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyA" >"$T/cfg-B/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\n' "$T/keyC" >"$T/cfg-C/lume-metal/config"
+"$LM" key generate "$HOME/keyC" >/dev/null || exit 1
+# A pushes to the test registry, the one the environment's GITHUB_* credentials are for
+# (registry=). B asks it for what its guests' image.json names (verdict-registries), with
+# credentials for that host only, as Docker keeps them (registry-auth); C names it registry=.
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$R" "$(printf 'lume:s3cret-test' | base64)" >"$T/auth-B.json"
+chmod 600 "$T/auth-B.json"
+printf 'signing-key=%s\ntrusted-key=%s.pub\nregistry=%s\n' "$HOME/keyA" "$HOME/keyA" "$R" >"$T/cfg-A/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nverdict-registries=%s\nregistry-auth=%s\n' "$HOME/keyA" "$R" "$T/auth-B.json" \
+	>"$T/cfg-B/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$HOME/keyC" "$R" >"$T/cfg-C/lume-metal/config"
 check_rc "config shows verdicts, signing-key and trusted-key with their source" 0 \
 	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" config
 check_grep "... verdicts registry from the file" "^verdicts +registry +config:$T/cfg-B/lume-metal/config:1" "$T/.out"
-check_grep "... trusted-key" "^trusted-key +$T/keyA.pub +config:" "$T/.out"
+check_grep "... trusted-key" "^trusted-key +$HOME/keyA.pub +config:" "$T/.out"
 
 # Controller A: a golden build of llama-server (requires validation), its verdict attached.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "$HOME/.lume" --disk-kib 64
@@ -104,8 +110,8 @@ open(sys.argv[2] + "/sig", "wb").write(base64.b64decode(e["signatures"][0]["sig"
 open(sys.argv[2] + "/statement.json", "wb").write(body)
 EOF
 check "openssl verifies the Ed25519 signature over DSSE's PAE with A's public key" \
-	openssl pkeyutl -verify -pubin -inkey "$T/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
-check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$T/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
+	openssl pkeyutl -verify -pubin -inkey "$HOME/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
+check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$HOME/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
 check "the statement: in-toto v1, subject the image, the KLD figures and the payload in its records" python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -133,14 +139,16 @@ check_grep "... deployed" '"state":"deployed"' "$T/dB"
 check_grep "... on the registry's verdict, imported" '"verdicts":\{"source":"registry","repository":"[^"]*org/shim","requests":[0-9]+,"ms":[0-9]+,"state":"imported"' "$T/dB"
 check_grep "... naming its signer" "\"signer\":\"$KA\"" "$T/dB"
 if grep -q '"meanKld"' "$T/dB" || grep -q 'llama-perplexity' "$T/dB"; then not_ok "... without a validate run on B"; else ok "... without a validate run on B"; fi
-check "... and B's ledger records name the registry, the signer and the artifact" python3 -c '
+check "... and B's ledger records name the registry, the signer, the artifact and the statement" python3 -c '
 import glob, json, sys
 recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"]]
-imp = [r for r in recs if r.get("source") == "registry"]
+imp = [r for r in recs if "imported" in r]
 assert sorted(r["kind"] for r in imp) == ["golden", "validate"], recs
-assert all(r["signer"] == sys.argv[2] and r["artifact"] == sys.argv[3] for r in imp), imp
-assert [r["kind"] for r in recs if r.get("source") != "registry"] == ["deploy"], recs
-assert not [r for r in recs if r["kind"] == "validate" and r.get("source") != "registry"], "B validated"' \
+assert all(r["imported"]["from"] == "registry" and r["imported"]["signer"] == sys.argv[2] and
+           r["imported"]["artifact"] == sys.argv[3] and r["imported"]["statement"].startswith("sha256:") for r in imp), imp
+assert not [r for r in imp if "signer" in r or "artifact" in r or r.get("source") == "registry"], imp
+assert [r["kind"] for r in recs if "imported" not in r] == ["deploy"], recs
+assert not [r for r in recs if r["kind"] == "validate" and "imported" not in r], "B validated"' \
 	"$T/state-B" "$KA" "$ART"
 check_rc "B: ledger show names the registry verdict and its signer" 0 ctl B ledger
 check_grep "... golden pass, from the registry" "golden +pass .*from the registry, signer ${KA%"${KA#???????????????????????}"}" "$T/.out"
@@ -155,7 +163,7 @@ check "C (trusting another key): exit 3" test "$rc" -eq 3
 check_grep "... refused" '"state":"refused"' "$T/dC"
 check_grep "... naming the untrusted signer" "signed by $KA, a key this controller does not trust" "$T/dC"
 check_grep "... and the command to run" 'validate it first: lume-metal validate vc --workload llama-server' "$T/dC"
-check "... nothing of A's written into C's ledger" sh -c "! grep -rqs '\"source\": *\"registry\"' '$T/state-C/ledger'"
+check "... nothing of A's written into C's ledger" sh -c "! grep -rqs '\"imported\"' '$T/state-C/ledger'"
 cp "$T/dC" "$T/done-when-2.json"
 
 # Registry down: the gate falls back to the local ledger and says so.
@@ -207,11 +215,14 @@ check_has "... saying how to make one" "lume-metal key generate" "$T/.out"
 S=127.0.0.159:$PORT
 . "$TOP/tests/pidfile.sh"
 t_defer "pidfile_stop '$T/stub.pid'"
-python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 2>"$T/stub.err" &
+python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 127.0.0.160 2>"$T/stub.err" &
 i=0
-while ! curl -s -o /dev/null "http://$S/v2/" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! { curl -s -o /dev/null "http://$S/v2/" && curl -s -o /dev/null "http://127.0.0.160:$PORT/v2/"; } && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 curl -s -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$R/v2/org/shim/manifests/1" >"$T/image.json"
-for repo in shim tamper huge loop deepidx; do
+for repo in shim tamper huge loop deepidx moved away plain; do
 	curl -s -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$T/image.json" \
 		"http://$S/v2/org/$repo/manifests/1" >/dev/null
 done
@@ -223,7 +234,16 @@ check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
 check_grep "... said to be the referrers API" 'verdict artifact\(s\) \(referrers API\)' "$T/.out"
 check_grep "... asked with the artifactType filter" "GET /v2/org/shim/referrers/$D\\?artifactType=application%2Fvnd.lume-metal.verdict.v1%2Bjson" "$T/stub.log"
 # Hostile answers: each refused with its reason, nothing recorded.
-for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times"; do
+# A blob's redirect: followed to another loopback address, whose answer is checked and named;
+# never to plain http elsewhere (192.0.2.1), which is refused before any connection.
+ctl A ledger push "$S/org/moved:1" >/dev/null 2>&1
+check_rc "stub: a blob redirected from the loopback registry to another loopback address: followed" 0 \
+	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/moved:1" --state "$T/state-M"
+check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
+check_grep "... its bytes from the storage host" "^GET /storage/sha256:[0-9a-f]{64} @127\.0\.0\.160\$" "$T/stub.log"
+for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times" \
+	"away:127.0.0.160:$PORT (where registry $S redirected) answered a blob whose SHA-256 is not" \
+	"plain:registry $S redirected to http://192.0.2.1:$PORT/storage/sha256:"; do
 	repo=${h%%:*} why=${h#*:}
 	ctl A ledger push "$S/org/$repo:1" >/dev/null 2>&1
 	check_rc "stub: a pull from org/$repo is refused (exit 3)" 3 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/$repo:1" --state "$T/state-H"

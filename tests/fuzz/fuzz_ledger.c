@@ -1,5 +1,5 @@
 /* A ledger document, as `ledger merge` fetches them from other machines: the input written as
- * the document of a fixed key under a fresh state directory, then ledger_load_last,
+ * the document of a fixed key under a fresh state directory, then ledger_load_verdict,
  * ledger_each (with ledger_key_label of the document's key, and for each record
  * ledger_record_problem, ledger_record_who and ledger_probe_summary of its probes; for a
  * "bench" one what `report --ledger` does with its table), ledger_merge into a second state
@@ -46,6 +46,7 @@ FUZZ_TARGET(ledger)
 	ledger_merge_counts counts;
 	const char *src[1];
 	int recorded = 0;
+	const ledger_want dep = {"deploy|golden", "0123", NULL, NULL, 0}, bench = {"bench", NULL, NULL, NULL, 1};
 
 	snprintf(state, sizeof state, "%s", fuzz_path("state"));
 	snprintf(state2, sizeof state2, "%s", fuzz_path("state2"));
@@ -55,10 +56,10 @@ FUZZ_TARGET(ledger)
 		abort();
 	fuzz_write(doc_path, data, size);
 
-	fuzz_note("ledger_load_last", ledger_load_last(&last, &recorded, state, key, "deploy", err), err);
+	fuzz_note("ledger_load_verdict", ledger_load_verdict(&last, &recorded, state, key, &dep, err), err);
 	cJSON_Delete(last);
 	last = NULL;
-	ledger_load_last(&last, &recorded, state, key, "bench", err);
+	ledger_load_verdict(&last, &recorded, state, key, &bench, err);
 	cJSON_Delete(last);
 	fuzz_note("ledger_each", ledger_each(state, each, NULL, err), err);
 	src[0] = doc_path;

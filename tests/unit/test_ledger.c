@@ -528,7 +528,7 @@ test_who(void)
 	cJSON_Delete(rec);
 }
 
-/* ledger_load_last: the last record of a kind, fresh after every append (its cache must not
+/* ledger_load_verdict: the newest record of a kind, fresh after every append (its cache must not
  * serve a stale copy, even for appends within one second), and an error for a corrupt document. */
 static void
 test_load_last(const char *state, const cJSON *k)
@@ -537,8 +537,9 @@ test_load_last(const char *state, const cJSON *k)
 	cJSON *rec = cJSON_CreateObject(), *last = NULL;
 	const cJSON *v;
 	int recorded = -1, stale = 0;
+	const ledger_want dep = {"deploy", NULL, NULL, NULL, 1}, rb = {"rollback", NULL, NULL, NULL, 1};
 
-	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "deploy", err) == LM_OK && last == NULL && recorded == 0,
+	UNIT_OK(ledger_load_verdict(&last, &recorded, state, k, &dep, err) == LM_OK && last == NULL && recorded == 0,
 	    "load_last: no document, no record");
 	cJSON_AddStringToObject(rec, "kind", "deploy");
 	cJSON_AddStringToObject(rec, "vm", "");
@@ -553,7 +554,7 @@ test_load_last(const char *state, const cJSON *k)
 		cJSON_ReplaceItemInObject(rec, "vm", cJSON_CreateString(vm));
 		ledger_append(state, k, rec, err);
 		for (int twice = 0; twice < 2; twice++) {
-			ledger_load_last(&last, &recorded, state, k, "deploy", err);
+			ledger_load_verdict(&last, &recorded, state, k, &dep, err);
 			v = last ? cJSON_GetObjectItemCaseSensitive(last, "vm") : NULL;
 			snprintf(vm, sizeof vm, "vm%d", i == 39 ? 38 : i);
 			stale += !cJSON_IsString(v) || strcmp(v->valuestring, vm) != 0 || !recorded;
@@ -561,13 +562,56 @@ test_load_last(const char *state, const cJSON *k)
 		}
 	}
 	UNIT_OK(stale == 0, "load_last: each of 40 appends seen at once, twice, a later bench record skipped (%d stale)", stale);
-	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "rollback", err) == LM_OK && last == NULL && recorded == 1,
+	UNIT_OK(ledger_load_verdict(&last, &recorded, state, k, &rb, err) == LM_OK && last == NULL && recorded == 1,
 	    "load_last: no record of that kind in an existing document");
 	ledger_path(path, sizeof path, state, k);
 	write_text(path, "{not json");
-	UNIT_OK(ledger_load_last(&last, &recorded, state, k, "deploy", err) == LM_EFAIL && last == NULL,
+	UNIT_OK(ledger_load_verdict(&last, &recorded, state, k, &dep, err) == LM_EFAIL && last == NULL,
 	    "load_last: a corrupt document is an error (%s)", err);
 	cJSON_Delete(rec);
+}
+
+/* ledger_verdict: the newest by signed time, never by place (an import appended last, or a
+ * registry's list order, decides nothing); a fail wins a tie; only the payload being deployed
+ * (and its profile and workload) counts, and a record without a payload counts for nothing. */
+static void
+test_verdict_order(void)
+{
+	cJSON *doc = cJSON_Parse("{\"records\":["
+	    "{\"kind\":\"validate\",\"verdict\":\"fail\",\"vm\":\"a\",\"time\":\"2026-03-01T00:00:00Z\",\"payloadSha256\":\"P1\","
+	    "\"profile\":\"m1\",\"workload\":\"llama-server\"},"
+	    "{\"kind\":\"validate\",\"verdict\":\"pass\",\"vm\":\"b\",\"time\":\"2026-02-01T00:00:00Z\",\"payloadSha256\":\"P1\","
+	    "\"profile\":\"m1\",\"workload\":\"llama-server\",\"imported\":{\"from\":\"registry\"}},"
+	    "{\"kind\":\"deploy\",\"verdict\":\"pass\",\"vm\":\"c\",\"time\":\"2026-04-01T00:00:00.5Z\",\"payloadSha256\":\"P1\"},"
+	    "{\"kind\":\"deploy\",\"verdict\":\"fail\",\"vm\":\"d\",\"time\":\"2026-04-01T00:00:00.50Z\",\"payloadSha256\":\"P1\"},"
+	    "{\"kind\":\"deploy\",\"verdict\":\"pass\",\"vm\":\"e\",\"time\":\"2026-04-01T00:00:00Z\",\"payloadSha256\":\"P1\"},"
+	    "{\"kind\":\"deploy\",\"verdict\":\"fail\",\"vm\":\"f\",\"time\":\"2026-05-01T00:00:00Z\",\"payloadSha256\":\"P1\","
+	    "\"cause\":\"workload\"},"
+	    "{\"kind\":\"golden\",\"verdict\":\"pass\",\"vm\":\"g\",\"time\":\"2026-06-01T00:00:00Z\"},"
+	    "{\"kind\":\"deploy\",\"verdict\":\"pass\",\"vm\":\"h\",\"time\":\"2026-07-01T00:00:00Z\",\"payloadSha256\":\"P2\"}]}");
+	const ledger_want v1 = {"validate", "P1", "m1", "llama-server", 0}, v1p = {"validate", "P1", "m2", NULL, 0};
+	const ledger_want d1 = {"deploy|golden", "P1", NULL, NULL, 0}, d3 = {"deploy|golden", "P3", NULL, NULL, 0};
+	const ledger_want any = {"deploy|golden", NULL, NULL, NULL, 0}, all = {"deploy|golden", NULL, NULL, NULL, 1};
+	const cJSON *r;
+
+	r = ledger_verdict(doc, &v1);
+	UNIT_OK(r && strcmp(cJSON_GetObjectItem(r, "vm")->valuestring, "a") == 0,
+	    "verdict: a newer local fail beats an older imported pass listed after it");
+	UNIT_OK(ledger_verdict(doc, &v1p) == NULL, "verdict: another profile's record does not count");
+	r = ledger_verdict(doc, &d1);
+	UNIT_OK(r && strcmp(cJSON_GetObjectItem(r, "vm")->valuestring, "d") == 0,
+	    "verdict: .5 and .50 are the same time, the fail wins it; a workload failure and no-payload golden skipped");
+	UNIT_OK(ledger_verdict(doc, &d3) == NULL, "verdict: no record for this payload: none");
+	r = ledger_verdict(doc, &any);
+	UNIT_OK(r && strcmp(cJSON_GetObjectItem(r, "vm")->valuestring, "h") == 0,
+	    "verdict: any payload, the newest that has one (not the golden record without one)");
+	r = ledger_verdict(doc, &all);
+	UNIT_OK(r && strcmp(cJSON_GetObjectItem(r, "vm")->valuestring, "h") == 0, "verdict: any_payload takes the newest");
+	UNIT_OK(ledger_time_cmp("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000Z") == 0 &&
+	    ledger_time_cmp("2026-01-01T00:00:00.1Z", "2026-01-01T00:00:00Z") > 0 &&
+	    ledger_time_cmp("2026-01-01T00:00:00.09Z", "2026-01-01T00:00:00.1Z") < 0 &&
+	    ledger_time_cmp("garbage", "2026-01-01T00:00:00Z") < 0, "time_cmp: fractions compared as numbers");
+	cJSON_Delete(doc);
 }
 
 int
@@ -662,6 +706,7 @@ main(void)
 	snprintf(path, sizeof path, "%s/last", dir);
 	if (mkdir(path, 0700) == 0)
 		test_load_last(path, k);
+	test_verdict_order();
 
 	cJSON_Delete(k), cJSON_Delete(k2), cJSON_Delete(rec);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);

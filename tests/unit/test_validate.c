@@ -234,17 +234,18 @@ main(void)
 	{
 		char dir[] = "/tmp/lm-unit-validate.XXXXXX", why[160];
 		cJSON *key = ledger_key("img", NULL, "26.5.2", "25F84", "VirtualMac2,1", "chip", "25F84");
-		cJSON *rec = cJSON_Parse("{\"kind\":\"validate\",\"vm\":\"tahoe-1\",\"verdict\":\"pass\",\"reasons\":[]}");
+		cJSON *rec = cJSON_Parse("{\"kind\":\"validate\",\"vm\":\"tahoe-1\",\"verdict\":\"pass\",\"reasons\":[],"
+		    "\"payloadSha256\":\"0123\"}");
 
 		UNIT_OK(mkdtemp(dir) != NULL, "a scratch state directory");
-		UNIT_OK(validate_check(dir, key, err) == LM_EREFUSED, "no record: refused");
+		UNIT_OK(validate_check(dir, key, NULL, err) == LM_EREFUSED, "no record: refused");
 		UNIT_HAS(err, "no validate record", "... saying so");
 		UNIT_OK(ledger_append(dir, key, rec, err) == LM_OK, "a passing validate record is written (%s)", err);
-		UNIT_OK(validate_check(dir, key, err) == LM_OK, "... and lets the gate through");
+		UNIT_OK(validate_check(dir, key, NULL, err) == LM_OK, "... and lets the gate through");
 		cJSON_ReplaceItemInObject(rec, "verdict", cJSON_CreateString("fail"));
 		cJSON_AddItemToArray(cJSON_GetObjectItem(rec, "reasons"), cJSON_CreateString("mean KLD 1.8 is above 0.01"));
 		UNIT_OK(ledger_append(dir, key, rec, err) == LM_OK, "a failing one after it");
-		UNIT_OK(validate_check(dir, key, err) == LM_EREFUSED, "... refuses: the last one counts");
+		UNIT_OK(validate_check(dir, key, NULL, err) == LM_EREFUSED, "... refuses: the last one counts");
 		UNIT_HAS(err, "mean KLD 1.8", "... naming its reason");
 		cJSON_ReplaceItemInObject(rec, "verdict", cJSON_CreateString("maybe"));
 		UNIT_OK(ledger_record_problem(rec, why) != NULL, "a validate record's verdict is pass or fail");

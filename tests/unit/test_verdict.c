@@ -82,7 +82,7 @@ main(void)
 	size_t len;
 	cJSON *recs = records();
 
-	if (mkdtemp(dir) == NULL)
+	if (mkdtemp(dir) == NULL || setenv("HOME", dir, 1) != 0) /* trusted-key files: StrictModes up to $HOME */
 		return 1;
 
 	/* DSSE's own example of the encoding. */
