@@ -15,7 +15,7 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	const cJSON *v;
 	session_vm s;
 	char msg[LM_ERRLEN];
-	int code = 0;
+	int code = 0, rc;
 	ledger_want want = {"deploy|golden", NULL, NULL, NULL, 0};
 
 	(void)err;
@@ -25,9 +25,15 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	if (session_run_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
 		goto done;
 	verdicts_consult(r, &s, o); /* the registry's verdicts, when asked for */
-	/* The verdict on the payload installed (any payload's when none is). */
+	/* The verdict on the payload installed; when it has none (or none is installed), the
+	 * newest of any payload's, so a version recorded as failing shows as such. */
 	want.payload = s.f.current;
-	if (ledger_load_verdict(&last, NULL, o->state, s.key, &want, msg) != LM_OK) {
+	rc = ledger_load_verdict(&last, NULL, o->state, s.key, &want, msg);
+	if (rc == LM_OK && last == NULL && want.payload != NULL) {
+		want.payload = NULL;
+		rc = ledger_load_verdict(&last, NULL, o->state, s.key, &want, msg);
+	}
+	if (rc != LM_OK) {
 		/* A verdict that cannot be read is no "ok": failed, saying which document. */
 		cJSON_AddStringToObject(r, "ledgerError", msg);
 		session_set_state(r, "failed", msg);

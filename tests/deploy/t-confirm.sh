@@ -131,13 +131,15 @@ check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
 check_grep "... the failed record keeps the stock process's pid and its shim state" '"workload":"named","target":"linux-sim","verdict":"fail".*"process":\{"pid":[0-9]+,"shimActive":false\}' "$T/.out"
 check_grep "... and its cause: the image version's" '"workload":"named",[^{}]*"verdict":"fail",[^{}]*"cause":"image"' "$T/.out"
 
-# An image failure on tahoe-c refuses the other VMs of its image version.
+# An image failure on tahoe-c refuses the other VMs of its image version, with that payload (a
+# verdict covers one payload: another payload is validated in full, not refused by it).
 check_rc "an image failure (the shim stays stock): exit 1" 1 lm deploy tahoe-c --payload "$T/named.tar.gz" --force
 check_grep "... said to be the image version's" "^tahoe-c +validation-failed +.*not in LUME_METAL_PROCESSES \\(an image failure: this image version is now recorded as failing\\)\$" "$T/.out"
-check_rc "another VM of that image version: refused (exit 3)" 3 lm deploy tahoe-d --payload "$T/a.tar.gz"
+check_rc "another VM of that image version, that payload: refused (exit 3)" 3 lm deploy tahoe-d --payload "$T/named.tar.gz"
 check_grep "... by tahoe-c's record" "^tahoe-d +refused +this image version is recorded as failing validation.*refused by the record of VM tahoe-c" "$T/.out"
+check_rc "... another payload: not refused by it" 0 lm deploy tahoe-d --payload "$T/a.tar.gz"
 check_rc "status of tahoe-d" 0 lm status tahoe-d
-check_grep "... the image verdict: fail" "image verdict fail;" "$T/.out"
+check_grep "... the image verdict of the payload it runs (A): pass" "image verdict pass;" "$T/.out"
 
 # The shim's reason comes from the guest: a hostile one is escaped in the status line.
 R=$(root tahoe-c)/current
