@@ -34,6 +34,15 @@ fi
 # verify BUNDLE KEY.der HINT KEYID: sigstore-js's verdict of BUNDLE (tests/deploy/sigstore-verify.js).
 verify() { node "$TOP/tests/deploy/sigstore-verify.js" "$MODS" "$@" "$D" "$PRED"; }
 
+# pae BUNDLE N: the DSSE PAE of BUNDLE's envelope into $T/paeN, its signature into $T/sigN.
+pae() {
+	python3 -c 'import base64, json, sys
+e = json.load(open(sys.argv[1]))["dsseEnvelope"]
+b, t = base64.b64decode(e["payload"]), e["payloadType"].encode()
+open(sys.argv[2], "wb").write(b"DSSEv1 %d %s %d %s" % (len(t), t, len(b), b))
+open(sys.argv[3], "wb").write(base64.b64decode(e["signatures"][0]["sig"]))' "$1" "$T/pae$2" "$T/sig$2"
+}
+
 # Keys: A (Ed25519, key generate), E (ECDSA P-256, openssl's, as cosign's are), C (another).
 "$LM" key generate "$HOME/keyA" >"$T/keyA.out" || exit 1
 KA=$(sed -n 's/^key id //p' "$T/keyA.out") FA=$(sed -n 's/^fingerprint //p' "$T/keyA.out")
@@ -136,14 +145,9 @@ b["dsseEnvelope"]["signatures"][0]["keyid"] = sys.argv[2]
 json.dump(b, open(sys.argv[3], "w"))' "$T/bundleA.json" "$KA" "$T/oldkeyid.json"
 check_rc "... and a keyid of the old form (sha256:<hex>) fails the keyid check go-securesystemslib makes" 1 \
 	verify "$T/oldkeyid.json" "$T/keyA.der" "$(cat "$T/keyA.hint")" "$(cat "$T/keyA.fpr")"
-check "openssl verifies the envelope inside the bundle over DSSE's PAE (Ed25519)" sh -c "python3 -c '
-import base64, json, sys
-e = json.load(open(sys.argv[1]))[\"dsseEnvelope\"]
-b, t = base64.b64decode(e[\"payload\"]), e[\"payloadType\"].encode()
-open(sys.argv[2], \"wb\").write(b\"DSSEv1 %d %s %d %s\" % (len(t), t, len(b), b))
-open(sys.argv[3], \"wb\").write(base64.b64decode(e[\"signatures\"][0][\"sig\"]))' '$T/bundleA.json' '$T/paeA' '$T/sigA' &&
-	openssl pkeyutl -verify -pubin -inkey '$HOME/keyA.pub' -rawin -in '$T/paeA' -sigfile '$T/sigA'"
-
+pae "$T/bundleA.json" A
+check "openssl verifies the envelope inside the bundle over DSSE's PAE (Ed25519)" \
+	openssl pkeyutl -verify -pubin -inkey "$HOME/keyA.pub" -rawin -in "$T/paeA" -sigfile "$T/sigA"
 # ECDSA P-256: a key teams have (cosign's kind), signing the same records.
 check_rc "ledger push with an ECDSA P-256 key made by openssl: exit 0" 0 ctl keyE push "$R/org/img@$D" --state "$T/state" --json
 check_has "... the keyid its fingerprint" "\"keyid\":\"$(cat "$T/keyE.fpr")\"" "$T/.out"
@@ -153,14 +157,9 @@ LE=$(curl -s -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$R/
 curl -s "http://$R/v2/org/img/blobs/$LE" >"$T/bundleE.json"
 check "sigstore-js verifies it with E's public key (ECDSA-P256-SHA256, the signature DER)" \
 	verify "$T/bundleE.json" "$T/keyE.der" "$(cat "$T/keyE.hint")" "$(cat "$T/keyE.fpr")"
-check "openssl verifies its DER signature over the PAE with SHA-256" sh -c "python3 -c '
-import base64, json, sys
-e = json.load(open(sys.argv[1]))[\"dsseEnvelope\"]
-b, t = base64.b64decode(e[\"payload\"]), e[\"payloadType\"].encode()
-open(sys.argv[2], \"wb\").write(b\"DSSEv1 %d %s %d %s\" % (len(t), t, len(b), b))
-open(sys.argv[3], \"wb\").write(base64.b64decode(e[\"signatures\"][0][\"sig\"]))' '$T/bundleE.json' '$T/paeE' '$T/sigE' &&
-	openssl dgst -sha256 -verify '$HOME/keyE.pub' -signature '$T/sigE' '$T/paeE'"
-
+pae "$T/bundleE.json" E
+check "openssl verifies its DER signature over the PAE with SHA-256" \
+	openssl dgst -sha256 -verify "$HOME/keyE.pub" -signature "$T/sigE" "$T/paeE"
 # An artifact of the old form: a plain DSSE envelope, its keyid lume-metal's old sha256:<hex>.
 python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
