@@ -1,6 +1,8 @@
 /* registry: asks an OCI registry (ghcr.io, or a test registry on loopback) which manifest digest
  * a tag names, over libcurl: `HEAD /v2/<repo>/manifests/<tag>`, `Docker-Content-Digest`. `lume
- * push` records nothing locally, so this is how the digest of a pushed image is learnt. */
+ * push` records nothing locally, so this is how the digest of a pushed image is learnt. The
+ * credentials (registry_creds_*) are in registry_creds.c; the referrers listing, over
+ * registry_get, in net/referrers.h. */
 #ifndef LM_REGISTRY_H
 #define LM_REGISTRY_H
 
