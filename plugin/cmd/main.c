@@ -175,11 +175,12 @@ static const cli_command commands[] = {
 	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n\n"
 	    "push signs this ledger's records of the image version IMAGE names (REGISTRY/REPO:TAG or\n"
 	    "REGISTRY/REPO@sha256:HEX) with signing-key= of the config file and attaches them in its\n"
-	    "registry as an OCI artifact (artifactType application/vnd.lume-metal.verdict.v1+json, a\n"
-	    "DSSE envelope over an in-toto Statement) whose subject is the image manifest; golden does it\n"
-	    "after a passing build. pull reads the verdicts attached to IMAGE, shows each as trusted,\n"
-	    "untrusted (naming its signer), unsigned or refused (why), and records the trusted ones here\n"
-	    "(\"source\":\"registry\", \"signer\", \"artifact\"); only those are ever used by a gate.\n"
+	    "registry as a Sigstore bundle (artifactType application/vnd.dev.sigstore.bundle.v0.3+json,\n"
+	    "a DSSE envelope over an in-toto Statement, as cosign verify-attestation finds them) whose\n"
+	    "subject is the image manifest; golden does it after a passing build. pull reads the verdicts\n"
+	    "attached to IMAGE (bundles, and the plain envelopes of earlier versions), shows each as\n"
+	    "trusted, untrusted (naming its signer), unsigned or refused (why), and records the trusted\n"
+	    "ones here, marked \"imported\"; only those are ever used by a gate.\n"
 	    "Exit 0 with a trusted verdict, 3 with none trusted, 1 with none attached (docs/verdicts.md).\n", NULL},
 	{"key", cmd_key, "make the Ed25519 key pair that signs verdicts",
 	    "key generate [PATH] [--json]\n\n"
@@ -188,11 +189,13 @@ static const cli_command commands[] = {
 	    "public key (PEM SubjectPublicKeyInfo); `openssl pkey` reads both. Neither file may exist: a\n"
 	    "key is never overwritten, and a symlink in its place is refused. Default PATH:\n"
 	    "$XDG_CONFIG_HOME/lume-metal/verdict-key (~/.config/lume-metal/verdict-key). Prints the key's\n"
-	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by.\n"
+	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by,\n"
+	    "and its fingerprint (SHA256:..., as ssh-keygen -l prints it: its signatures' keyid). An ECDSA\n"
+	    "P-256 key (a PKCS#8 file of openssl genpkey; a cosign.pub to trust) is used as it is.\n"
 	    "Name the private key as signing-key= in the config file of the controller that signs (a CI\n"
 	    "runner), and the public one as trusted-key= on every controller that deploys on its verdicts\n"
 	    "(docs/verdicts.md).\n\n"
-	    "  --json   one object: {\"private\", \"public\", \"keyid\"}\n", NULL},
+	    "  --json   one object: {\"private\", \"public\", \"keyid\", \"fingerprint\"}\n", NULL},
 	{"inventory", cmd_inventory, "the --hosts file as an Ansible dynamic inventory",
 	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
 	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"

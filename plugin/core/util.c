@@ -337,6 +337,60 @@ lm_is_sha256(const char *s)
 	return s[64] == '\0';
 }
 
+char *
+lm_base64(const void *data, size_t len, int pad)
+{
+	char *out = len <= (size_t)INT_MAX / 2 ? malloc(4 * ((len + 2) / 3) + 1) : NULL;
+	int n;
+
+	if (out == NULL)
+		return NULL;
+	n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	while (!pad && n > 0 && out[n - 1] == '=')
+		out[--n] = '\0';
+	return out;
+}
+
+int
+lm_unbase64(unsigned char **out, size_t *len, const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	unsigned char *d;
+
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	if (strlen(s) - n > 2 || n % 4 == 1 || (d = malloc(n * 3 / 4 + 1)) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i], v;
+
+		if (c >= 'A' && c <= 'Z')
+			v = c - 'A';
+		else if (c >= 'a' && c <= 'z')
+			v = c - 'a' + 26;
+		else if (c >= '0' && c <= '9')
+			v = c - '0' + 52;
+		else if (c == '+' || c == '-')
+			v = 62;
+		else if (c == '/' || c == '_')
+			v = 63;
+		else {
+			free(d);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			d[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	*out = d;
+	*len = o;
+	return 0;
+}
+
 int
 lm_buf_add(lm_buf *b, const void *data, size_t len)
 {

@@ -93,6 +93,13 @@ size_t lm_edits(const char *a, size_t la, const char *b);
  * "..."); "?" for NULL: untrusted text fit for a message. Returns out. */
 char *lm_printable(char *out, size_t len, const char *s);
 
+/* Standard base64 of data (padded with '=' when pad), NUL-terminated; caller frees. NULL when
+ * out of memory. */
+char *lm_base64(const void *data, size_t len, int pad);
+/* Decodes base64 (standard or URL-safe, padding optional) into *out (caller frees), *len bytes.
+ * -1 on anything else, or out of memory. */
+int lm_unbase64(unsigned char **out, size_t *len, const char *s);
+
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
 

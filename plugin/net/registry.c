@@ -46,157 +46,6 @@ wipe_free(char *s)
 	}
 }
 
-int
-registry_creds_from_env(registry_creds *out)
-{
-	const char *u = getenv("GITHUB_USERNAME"), *s = getenv("GITHUB_TOKEN");
-
-	out->user = out->secret = NULL;
-	if (u == NULL)
-		u = getenv("GHCR_USERNAME");
-	if (s == NULL)
-		s = getenv("GHCR_TOKEN");
-	if (u == NULL || s == NULL || *u == '\0' || *s == '\0')
-		return 0;
-	if ((out->user = strdup(u)) == NULL || (out->secret = strdup(s)) == NULL) {
-		registry_creds_clear(out);
-		return LM_EFAIL;
-	}
-	return 1;
-}
-
-/* A Docker config's auths key as a registry: "https://HOST[:PORT]/v1/" and "HOST[:PORT]" alike,
- * as `docker login` writes both; into out (lower case), or "" when it is neither. */
-static void
-auths_host(char *out, size_t len, const char *k)
-{
-	size_t n;
-
-	if (strncmp(k, "https://", 8) == 0)
-		k += 8;
-	else if (strncmp(k, "http://", 7) == 0)
-		k += 7;
-	n = strcspn(k, "/");
-	if (n == 0 || n >= len) {
-		out[0] = '\0';
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		out[i] = (char)tolower((unsigned char)k[i]);
-	out[n] = '\0';
-}
-
-/* Fills out from one auths entry: "auth" (base64 of USER:SECRET) or "username" and "password". */
-static int
-auths_entry(registry_creds *out, const cJSON *e)
-{
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "auth");
-	const cJSON *u = cJSON_GetObjectItemCaseSensitive(e, "username");
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "password");
-	unsigned char *dec = NULL;
-	char *colon;
-	size_t n;
-	int len;
-
-	if (cJSON_IsString(u) && cJSON_IsString(p) && *u->valuestring && *p->valuestring) {
-		if ((out->user = strdup(u->valuestring)) == NULL || (out->secret = strdup(p->valuestring)) == NULL)
-			return LM_EFAIL;
-		return 1;
-	}
-	if (!cJSON_IsString(a) || (n = strlen(a->valuestring)) == 0 || n > 16384 || (dec = malloc(n)) == NULL)
-		return 0;
-	len = EVP_DecodeBlock(dec, (const unsigned char *)a->valuestring, (int)n);
-	while (len > 0 && n > 0 && a->valuestring[n - 1] == '=') /* DecodeBlock counts the padding */
-		n--, len--;
-	if (len <= 0 || memchr(dec, '\0', (size_t)len) != NULL ||
-	    (colon = memchr(dec, ':', (size_t)len)) == NULL || colon == (char *)dec || colon == (char *)dec + len - 1) {
-		lm_wipe(dec, n);
-		free(dec);
-		return 0;
-	}
-	*colon = '\0';
-	out->user = strdup((char *)dec);
-	out->secret = strndup(colon + 1, (size_t)len - (size_t)(colon + 1 - (char *)dec));
-	lm_wipe(dec, n);
-	free(dec);
-	return out->user && out->secret ? 1 : LM_EFAIL;
-}
-
-int
-registry_creds_for(registry_creds *out, const char *registry, const char *env_registry, const char *auth_file,
-    char *err)
-{
-	char host[300], k[300], *text = NULL;
-	cJSON *doc = NULL;
-	const cJSON *e;
-	struct stat st;
-	int fd, rc = 0;
-
-	out->user = out->secret = NULL;
-	auths_host(host, sizeof host, registry ? registry : "");
-	if (host[0] == '\0')
-		return 0;
-	if (auth_file != NULL && *auth_file != '\0') {
-		if ((fd = open(auth_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
-			return lm_err(err, LM_EINPUT, "registry-auth %s: %s", auth_file, strerror(errno));
-		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) != 0 ||
-		    (st.st_uid != getuid() && st.st_uid != 0)) {
-			close(fd);
-			return lm_err(err, LM_EINPUT, "registry-auth %s: not a regular file of yours that only you can read "
-			    "(chmod 600 %s): not used", auth_file, auth_file);
-		}
-		close(fd);
-		if ((rc = lm_read_file(&text, NULL, auth_file, 1u << 20, err)) != LM_OK)
-			return lm_err(err, LM_EINPUT, "registry-auth %s: cannot be read", auth_file);
-		doc = cJSON_Parse(text);
-		lm_wipe(text, strlen(text));
-		free(text);
-		if (!cJSON_IsObject(doc) || (cJSON_HasObjectItem(doc, "auths") &&
-		    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "auths")))) {
-			cJSON_Delete(doc);
-			return lm_err(err, LM_EINPUT, "registry-auth %s: not a Docker config ({\"auths\": {HOST: {\"auth\": "
-			    "...}}})", auth_file);
-		}
-		rc = 0;
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "auths")) {
-			auths_host(k, sizeof k, e->string ? e->string : "");
-			if (strcmp(k, host) == 0 && (rc = auths_entry(out, e)) != 0)
-				break;
-		}
-		/* the parsed secrets are wiped with the document's strings */
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "auths")) {
-			const cJSON *f;
-
-			cJSON_ArrayForEach(f, e)
-				if (cJSON_IsString(f))
-					lm_wipe(f->valuestring, strlen(f->valuestring));
-		}
-		cJSON_Delete(doc);
-		if (rc < 0) {
-			registry_creds_clear(out);
-			return lm_err(err, LM_EFAIL, "out of memory");
-		}
-		if (rc == 1)
-			return 1;
-	}
-	auths_host(k, sizeof k, env_registry ? env_registry : "ghcr.io");
-	if (strcmp(k, host) != 0)
-		return 0; /* the environment's credentials are for env_registry only */
-	if ((rc = registry_creds_from_env(out)) < 0)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	return rc;
-}
-
-void
-registry_creds_clear(registry_creds *c)
-{
-	if (c == NULL)
-		return;
-	wipe_free(c->user);
-	wipe_free(c->secret);
-	c->user = c->secret = NULL;
-}
-
 /* HOST[:PORT], HOST a DNS name, an IPv4 address or [IPv6]. *loopback says whether HOST is one. */
 static int
 registry_ok(const char *r, int *loopback)
@@ -299,6 +148,7 @@ typedef struct {
 	char location[2048];  /* Location, "" when longer */
 	int oci_subject;      /* OCI-Subject seen (a registry that indexes referrers itself) */
 	char host[300];       /* who answered, when a followed redirect led away: HOST[:PORT]; else "" */
+	char next[2048];      /* the target of a Link with rel="next" (RFC 8288), "" when none or longer */
 } heads;
 
 /* Header value of line (len bytes) when its name is name (case-insensitive), trimmed. */
@@ -319,6 +169,48 @@ header_value(const char *line, size_t len, const char *name, size_t *vlen)
 	return line;
 }
 
+/* The target of the link-value of a Link header (v, vl bytes) whose rel is "next": `<URL>;
+ * rel="next"`, several link-values separated by commas (RFC 8288). out gets it, or stays "". */
+static void
+link_next(char *out, size_t outlen, const char *v, size_t vl)
+{
+	const char *p = v, *end = v + vl;
+
+	while (p < end) {
+		const char *lt = memchr(p, '<', (size_t)(end - p)), *gt, *stop;
+		int next = 0;
+
+		if (lt == NULL || (gt = memchr(lt, '>', (size_t)(end - lt))) == NULL)
+			return;
+		/* the parameters run to the next link-value's comma (a quoted one is skipped) */
+		for (stop = gt + 1; stop < end && *stop != ','; stop++)
+			if (*stop == '"')
+				while (++stop < end && *stop != '"')
+					;
+		for (const char *q = gt + 1; q + 3 < stop; q++)
+			if (strncasecmp(q, "rel", 3) == 0 && (q[-1] == ';' || q[-1] == ' ')) {
+				const char *r = q + 3;
+
+				while (r < stop && *r == ' ')
+					r++;
+				if (r < stop && *r == '=') {
+					r++;
+					while (r < stop && *r == ' ')
+						r++;
+					r += r < stop && *r == '"';
+					next |= stop - r >= 4 && strncasecmp(r, "next", 4) == 0 && (r + 4 == stop || r[4] == '"' ||
+					    r[4] == ' ' || r[4] == ';');
+				}
+			}
+		if (next && (size_t)(gt - lt - 1) < outlen) {
+			memcpy(out, lt + 1, (size_t)(gt - lt - 1));
+			out[gt - lt - 1] = '\0';
+			return;
+		}
+		p = stop + 1;
+	}
+}
+
 static size_t
 on_header(char *buf, size_t size, size_t n, void *arg)
 {
@@ -328,7 +220,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response (after 100, or a retry) */
 		h->digest_seen = h->digest_bad = 0;
-		h->digest[0] = h->challenge[0] = h->ctype[0] = h->location[0] = '\0';
+		h->digest[0] = h->challenge[0] = h->ctype[0] = h->location[0] = h->next[0] = '\0';
 		h->challenge_bearer = h->challenge_over = h->oci_subject = 0;
 	}
 	h->bytes += len;
@@ -351,6 +243,9 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 			memcpy(h->location, v, vl);
 			h->location[vl] = '\0';
 		}
+	} else if ((v = header_value(buf, len, "Link", &vl)) != NULL) {
+		if (h->next[0] == '\0')
+			link_next(h->next, sizeof h->next, v, vl);
 	} else if (header_value(buf, len, "OCI-Subject", &vl) != NULL) {
 		h->oci_subject = 1;
 	} else if ((v = header_value(buf, len, "WWW-Authenticate", &vl)) != NULL) {
@@ -859,6 +754,18 @@ registry_client_free(registry_client *c)
 	free(c);
 }
 
+const char *
+registry_client_name(const registry_client *c)
+{
+	return c->registry;
+}
+
+const char *
+registry_client_repo(const registry_client *c)
+{
+	return c->repo;
+}
+
 int
 registry_client_requests(const registry_client *c)
 {
@@ -992,6 +899,39 @@ done:
 }
 
 int
+registry_get(registry_client *c, const char *path, size_t max, long *status, char **out, size_t *len, char ctype[128],
+    char next[1024], char *err)
+{
+	body bd = {{0}, 0, max};
+	heads h;
+	const char *n;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	ctype[0] = next[0] = '\0';
+	if (strncmp(path, "/v2/", 4) != 0 || strpbrk(path, " \r\n#") != NULL)
+		return lm_err(err, LM_EINPUT, "registry %s: not a /v2/ path: %.80s", c->registry, path);
+	if ((rc = call(c, path, &bd, &h, status, NULL, err)) != LM_OK)
+		goto done;
+	snprintf(ctype, 128, "%s", h.ctype);
+	/* The next page, on this registry only: a path, or an absolute URL of its own scheme and host. */
+	n = h.next;
+	if (strncmp(n, c->base, strlen(c->base)) == 0 && n[strlen(c->base)] == '/')
+		n += strlen(c->base);
+	if (*n != '\0' && (strncmp(n, "/v2/", 4) != 0 || strpbrk(n, " \r\n#") != NULL || lm_fmt(next, 1024, "%s", n) != 0)) {
+		rc = lm_err(err, LM_EFAIL, "registry %s answered a Link to the next page elsewhere (%.200s): not followed",
+		    c->registry, h.next);
+		goto done;
+	}
+	if (*status == 200)
+		rc = take_body(&bd, out, len, err);
+done:
+	lm_buf_free(&bd.b);
+	return rc;
+}
+
+int
 registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err)
 {
@@ -1118,41 +1058,4 @@ registry_blob_get(registry_client *c, const char *digest, size_t max, char **out
 done:
 	lm_buf_free(&bd.b);
 	return rc;
-}
-
-int
-registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
-    int *api, char *err)
-{
-	char path[800], tag[80], d[REGISTRY_DIGEST_LEN + 1], *esc = NULL;
-	body bd = {{0}, 0, REGISTRY_MANIFEST_MAX};
-	heads h;
-	long status;
-	int rc;
-
-	*out = NULL;
-	*len = 0;
-	*api = 0;
-	if (!digest_ok(digest))
-		return lm_err(err, LM_EINPUT, "registry %s: not a digest: %.80s", c->registry, digest);
-	if (artifact_type != NULL && (esc = curl_easy_escape(NULL, artifact_type, 0)) == NULL)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	snprintf(path, sizeof path, "/v2/%s/referrers/%s%s%s", c->repo, digest, esc ? "?artifactType=" : "", esc ? esc : "");
-	curl_free(esc);
-	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK) {
-		lm_buf_free(&bd.b);
-		return rc;
-	}
-	/* The API answers an image index; anything else (404, or a registry's HTML) means it has none. */
-	if (status == 200 && strncmp(h.ctype, "application/vnd.oci.image.index.v1+json", 39) == 0) {
-		*api = 1;
-		rc = take_body(&bd, out, len, err);
-		lm_buf_free(&bd.b);
-		return rc;
-	}
-	lm_buf_free(&bd.b);
-	if (status != 404 && status != 200 && status != 400 && status != 405)
-		return http_err(c, status, path, err);
-	snprintf(tag, sizeof tag, "sha256-%s", digest + 7);
-	return registry_manifest_get(c, tag, REGISTRY_MANIFEST_MAX, out, len, d, err);
 }

@@ -1,6 +1,8 @@
 /* registry: asks an OCI registry (ghcr.io, or a test registry on loopback) which manifest digest
  * a tag names, over libcurl: `HEAD /v2/<repo>/manifests/<tag>`, `Docker-Content-Digest`. `lume
- * push` records nothing locally, so this is how the digest of a pushed image is learnt. */
+ * push` records nothing locally, so this is how the digest of a pushed image is learnt. The
+ * credentials (registry_creds_*) are in registry_creds.c; the referrers listing, over
+ * registry_get, in net/referrers.h. */
 #ifndef LM_REGISTRY_H
 #define LM_REGISTRY_H
 
@@ -72,6 +74,9 @@ typedef struct registry_client registry_client;
 int registry_client_new(registry_client **out, const char *registry, const char *repo, const registry_creds *creds,
     int push, long timeout_ms, char *err);
 void registry_client_free(registry_client *c);
+/* The registry (HOST[:PORT]) and the repository of c, owned by c. */
+const char *registry_client_name(const registry_client *c);
+const char *registry_client_repo(const registry_client *c);
 /* The HTTP requests the client made (the token service's included). */
 int registry_client_requests(const registry_client *c);
 
@@ -101,11 +106,11 @@ int registry_blob_put(registry_client *c, const void *data, size_t len, char dig
  * SHA-256 is not digest. */
 int registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err);
 
-/* The referrers of the manifest digest, filtered by artifact_type (may be NULL), as an OCI
- * image index into *out (caller frees), *len bytes: the referrers API (GET
- * /v2/REPO/referrers/DIGEST, *api set) where the registry has it, else the fallback tag
- * "sha256-<hex>" (*api 0; unfiltered); *out NULL when neither holds anything. */
-int registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
-    int *api, char *err);
+/* GET of path ("/v2/...", with its query) into *out (caller frees; NUL-terminated; NULL unless
+ * the answer is 200), *len bytes, at most max; *status the HTTP status, ctype its Content-Type
+ * (cut), next the path and query of the answer's Link with rel="next" (RFC 8288; "" when none):
+ * a Link to another scheme or host than the registry's is LM_EFAIL, never followed. */
+int registry_get(registry_client *c, const char *path, size_t max, long *status, char **out, size_t *len, char ctype[128],
+    char next[1024], char *err);
 
 #endif

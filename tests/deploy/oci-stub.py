@@ -10,6 +10,10 @@
 # also listens there (same PORT, same store), as a blob storage host: GET /storage/DIGEST
 # answers the blob (?tamper: other bytes), and org/moved redirects its blob GETs (307) to it,
 # org/away to it with ?tamper, org/plain to plain http at 192.0.2.1 (TEST-NET-1: no such host).
+# The referrers API's pages (a Link with rel="next", as distribution 1.1 has it): org/paged lists
+# two descriptors of another artifactType before what was pushed, one a page, the first page's
+# Link an absolute URL of this registry and the others paths; org/endless answers a next page
+# always; org/linkloop names the page it answered; org/linkaway names a page on ADDR2.
 # DELETE of a manifest by tag (OCI distribution 1.1) removes the tag: 202. org/race plays a
 # re-tag racing every push: a manifest PUT under a tag that named another manifest is answered
 # 201, and the tag is pointed back at that other manifest at once.
@@ -126,6 +130,22 @@ class Stub(BaseHTTPRequestHandler):
         want = q.get("artifactType", [None])[0]
         ms = [r for r in referrers.get((repo, d), []) if want is None or r.get("artifactType") == want]
         h = [("Content-Type", INDEX)] + ([("OCI-Filters-Applied", "artifactType")] if want else [])
+        page, nxt = int(q.get("page", ["0"])[0]), None
+        junk = lambda i: {"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 2,
+                          "digest": sha(b"junk %d" % i), "artifactType": "application/example"}
+        if repo == "org/paged":
+            ms = [junk(1), junk(2)] + ms
+            nxt = page + 1 if page + 1 < len(ms) else None
+            ms = ms[page:page + 1]
+        elif repo == "org/endless":
+            ms, nxt = [junk(page)], page + 1
+        elif repo in ("org/linkloop", "org/linkaway"):
+            nxt = 0
+        if nxt is not None:
+            link = "/v2/%s/referrers/%s?page=%d" % (repo, d, nxt)
+            if (repo == "org/paged" and page == 0) or repo == "org/linkaway":
+                link = "http://%s:%d%s" % (ADDR if repo == "org/paged" else ADDR2, PORT, link)
+            h.append(("Link", '<%s>; rel="next"' % link))
         return self.answer(200, h, json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": ms}).encode())
 
 

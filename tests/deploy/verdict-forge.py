@@ -13,7 +13,8 @@
 #       listed after the rest with one rewrite of the index
 #   python3 verdict-forge.py order REGISTRY REPO IMAGE_DIGEST ARTIFACT...
 #       rewrites the fallback index to list exactly these artifacts (pushed before), in this order
-# Credentials: $FORGE_AUTH (USER:SECRET), Basic; plain http (a loopback test registry).
+# Credentials: $FORGE_AUTH (USER:SECRET), Basic; plain http (a loopback test registry). The
+# signature's keyid is $FORGE_KEYID ("" when unset): an older lume-metal's was "sha256:" + hex.
 import base64, hashlib, json, os, subprocess, sys, tempfile, urllib.error, urllib.request
 
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -102,7 +103,7 @@ def sign(statement, key):
                             t + "/sig"], check=True)
             sig = open(t + "/sig", "rb").read()
     env = {"payloadType": PAYLOAD, "payload": base64.b64encode(body).decode(),
-           "signatures": [{"keyid": "", "sig": base64.b64encode(sig).decode()}]}
+           "signatures": [{"keyid": os.environ.get("FORGE_KEYID", ""), "sig": base64.b64encode(sig).decode()}]}
     return json.dumps(env, separators=(",", ":")).encode()
 
 

@@ -75,8 +75,8 @@ main(void)
 	snprintf(home, sizeof home, "%s/home", dir);
 	if (mkdir(home, 0700) != 0 || setenv("HOME", home, 1) != 0)
 		return 1;
-	if (verdict_key_generate(id1, at(k1, sizeof k1, "k1"), err) != LM_OK ||
-	    verdict_key_generate(id2, at(k2, sizeof k2, "k2"), err) != LM_OK) {
+	if (verdict_key_generate(id1, NULL, at(k1, sizeof k1, "k1"), err) != LM_OK ||
+	    verdict_key_generate(id2, NULL, at(k2, sizeof k2, "k2"), err) != LM_OK) {
 		printf("# %s\n", err);
 		return 1;
 	}
@@ -160,7 +160,7 @@ main(void)
 		char name[32], kid[VERDICT_KEYID_LEN + 1];
 
 		snprintf(name, sizeof name, "m%02d", i);
-		if (verdict_key_generate(kid, at(q, sizeof q, name), err) != LM_OK)
+		if (verdict_key_generate(kid, NULL, at(q, sizeof q, name), err) != LM_OK)
 			return 1;
 		strcat(q, ".pub");
 		if (i < VERDICT_TRUST_MAX && lm_buf_add(&many, slurp(q), strlen(slurp(q))) != 0)
