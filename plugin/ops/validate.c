@@ -439,7 +439,10 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 
 		session_set_state(r, "validation-failed", cJSON_IsString(first) ? first->valuestring : "validation failed");
 	}
-	session_record(r, o, s->key, rec);
+	if (pass && v->defer_pass)
+		cJSON_AddItemToObject(r, "record", session_record_full(r, rec));
+	else
+		session_record(r, o, s->key, rec);
 	rc = pass && strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ? LM_OK
 	    : LM_EFAIL;
 done:

@@ -114,6 +114,9 @@ typedef struct validate_opts {
 	validate_thresholds th;
 	validate_progress_fn progress;
 	void *progress_ctx;
+	int defer_pass;                /* a passing verdict is not written to the ledger: r gets the
+	                                * record, whole, under "record" (the caller files it: golden,
+	                                * under the pushed image's key); a fail is written as ever */
 } validate_opts;
 
 /* Validates on an open session s (session_open) with o->validate and the payload o->payload
