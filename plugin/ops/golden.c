@@ -688,6 +688,10 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		step_start(&g, GOLDEN_WORKLOAD);
 		rc = run_on_build(&g, validate_one, &d, pref, sizeof pref, &val, msg);
 		g.vrec = val ? cJSON_DetachItemFromObjectCaseSensitive(val, "record") : NULL;
+		if (g.vrec) { /* the validation's own time, not the record step's */
+			now_utc(when);
+			cJSON_AddStringToObject(g.vrec, "time", when);
+		}
 		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
 		    strcmp(st, "validated") != 0) {
 			const char *m = kstr(val, "message");
