@@ -138,7 +138,8 @@ exit_timeout() {
 # bootout_wait LABEL: boots gui/<uid>/LABEL out and waits until `launchctl print` no longer finds
 # it. launchd finishes a boot-out asynchronously: the job can stay loaded after bootout returns,
 # until it exits or launchd SIGKILLs it at its ExitTimeOut, and bootout may exit 36 (EINPROGRESS)
-# meanwhile. So 0, 36 and 3 (not loaded) all mean "wait", up to the ExitTimeOut of LABEL's
+# meanwhile. So 0, 36 and "not loaded" (113 "Could not find specified service" on current macOS,
+# 3 "No such process" on some releases) all mean "wait", up to the ExitTimeOut of LABEL's
 # LaunchAgent plus 3 s, polled every 0.25 s; the usual case costs one print. Fails with b_err.
 bootout_wait() {
 	exit_timeout "$AGENTS/$1.plist"
@@ -147,7 +148,7 @@ bootout_wait() {
 	b_n=$(((eto + 3) * 4))
 	while is_loaded "$1"; do
 		case $b_rc in
-		0 | 3 | 36) ;;
+		0 | 3 | 36 | 113) ;;
 		*) b_err=${b_err%%"$nl"*}; return 1 ;;
 		esac
 		if [ "$b_n" -le 0 ]; then
@@ -211,7 +212,13 @@ render_plist() {
 	sed_repl "$1"
 	sed -e "s|__LUME_METAL_RELEASE__|$e_out|g" -e "s|__LUME_METAL_HOME__|$r_home|g" "$1/LaunchAgent.plist"
 }
-# lock: takes $ROOT/.lock, or one whose pid is dead (l_stale gets that pid); 1 when held.
+# lock: takes $ROOT/.lock (a directory: mkdir is atomic), or one whose pid is dead (l_stale gets
+# that pid); 1 when held. A stale lock is claimed before it is removed, so two installers that
+# both find it dead cannot both take it (each removing what the other made): the claim renames
+# its pid file to one named for this process (rename is atomic: one claimant gets it, the others
+# find no pid and give up). The claimant removes the lock only when the file it got holds the
+# dead pid; one that got a live holder's (which replaced the stale lock after it looked) puts it
+# back, meanwhile nobody can take the lock (it still exists) or claim it (no pid file), and gives up.
 lock() {
 	l_stale=""
 	if mkdir "$ROOT/.lock" 2>/dev/null; then
@@ -219,7 +226,13 @@ lock() {
 		return 0
 	fi
 	p=$(cat "$ROOT/.lock/pid" 2>/dev/null)
-	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
+	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null && mv "$ROOT/.lock/pid" "$ROOT/.lock/claim.$$" 2>/dev/null; then
+		q=""
+		IFS= read -r q 2>/dev/null <"$ROOT/.lock/claim.$$"
+		if [ "$q" != "$p" ]; then
+			mv "$ROOT/.lock/claim.$$" "$ROOT/.lock/pid" 2>/dev/null
+			return 1
+		fi
 		rm -rf "$ROOT/.lock"
 		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; l_stale=$p; return 0; }
 	fi

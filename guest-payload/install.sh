@@ -355,7 +355,8 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
 # The program launchd will run must take the shim: run-with-shim --check refuses what dyld would
-# abort (arm64e, x86_64; the hardened runtime without disable-library-validation) or run stock
+# abort (arm64e, x86_64; the hardened runtime without disable-library-validation, the
+# library-validation flag) or run stock
 # (the hardened runtime without allow-dyld-environment-variables), and a program that is not
 # Mach-O (on macOS); on linux-sim it checks what run-with-shim checks there. Its reason (one
 # line) goes into the failure unchanged.

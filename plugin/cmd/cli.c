@@ -600,6 +600,10 @@ cli_validate_setup(cli_validate *v, cli_conn *c, session_opts *o, int run, const
 		rc = cli_error(EXIT_USAGE, "%s: the validation text %s cannot be read", cmd, v->text);
 		goto done;
 	}
+	if (validate_text_check(v->text, v->v.th.context, err) != LM_OK) {
+		rc = cli_error(EXIT_USAGE, "%s: %s", cmd, err);
+		goto done;
+	}
 	v->v.text = v->text;
 	snprintf(v->label, sizeof v->label, "%s", v->text_flag ? v->text_flag : vw.text);
 	v->v.text_label = v->label;

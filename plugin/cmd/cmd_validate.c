@@ -39,7 +39,7 @@ metal_line(char *out, size_t len, const cJSON *m)
 	const cJSON *mm = cJSON_GetObjectItemCaseSensitive(m, "simdgroup_matrix_mul");
 
 	if (!cJSON_IsObject(m))
-		snprintf(out, len, "no ggml_metal_device_init lines");
+		snprintf(out, len, "no ggml_metal_device_init (or ggml_metal_init) lines");
 	else
 		snprintf(out, len, "Apple family %d, simdgroup matrix mul. %s", cJSON_IsNumber(fam) ? fam->valueint : 0,
 		    cJSON_IsTrue(mm) ? "true" : cJSON_IsFalse(mm) ? "false" : "unknown");

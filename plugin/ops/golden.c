@@ -125,6 +125,8 @@ typedef struct {
 	const char *registry, *org;
 	golden_pushed pushed;           /* the push under its own tag (golden_publish.h) */
 	char push_ref[256];             /* IMAGE:<that tag>, as lume push takes it */
+	validate_opts vo;               /* the workload step's: deploy.validate, its pass deferred */
+	cJSON *vrec;                    /* that pass's record, filed under the pushed digest; owned */
 } build;
 
 /* Adds the step's entry; announce: its "start" progress line too. */
@@ -412,38 +414,27 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 	return rec;
 }
 
-/* The workload validation's record, which validate_one wrote under the build VM's key (the
- * base image's), filed again under key (the pushed image's), labelled with the reference and
- * the digest as the golden record is: a VM pulled from the tag then passes the validate gate of
- * a workload with "requireValidation" without running llama-perplexity again. Nothing to do
- * without --model. */
+/* The workload validation's passing record, which validate_one handed back instead of writing
+ * it under the build VM's key (vo.defer_pass), filed once, under key (the pushed image's),
+ * labelled with the reference and the digest as the golden record is: a VM pulled from the tag
+ * then passes the validate gate of a workload with "requireValidation" without running
+ * llama-perplexity again. Nothing to do without --model. */
 static int
 record_validation(build *g, const cJSON *key, const char *digest, char *err)
 {
-	const cJSON *val = cJSON_GetObjectItemCaseSensitive(g->r, "validate"), *v;
-	cJSON *last = NULL;
-	const ledger_want w = validate_want(g->o->deploy.info);
-	int rc;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(g->vrec, "verdict");
 
-	if (val == NULL)
+	if (cJSON_GetObjectItemCaseSensitive(g->r, "validate") == NULL)
 		return LM_OK;
-	if ((rc = ledger_load_verdict(&last, NULL, g->o->deploy.state, cJSON_GetObjectItemCaseSensitive(val, "key"),
-	    &w, err)) != LM_OK)
-		return rc;
-	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (!cJSON_IsString(v) || strcmp(v->valuestring, "pass") != 0)
-		rc = lm_err(err, LM_EFAIL, "the build VM's passing validate record is not in the ledger");
-	else {
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "noDigest");
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "image");
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "digest");
-		ledger_add_str(last, "image", g->reference);
-		cJSON_AddStringToObject(last, "digest", digest);
-		cJSON_AddStringToObject(last, "golden", "validated on the build VM before the push");
-		rc = ledger_append(g->o->deploy.state, key, last, err);
-	}
-	cJSON_Delete(last);
-	return rc;
+		return lm_err(err, LM_EFAIL, "the build VM's validation handed back no passing record");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "noDigest");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "image");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "digest");
+	ledger_add_str(g->vrec, "image", g->reference);
+	cJSON_AddStringToObject(g->vrec, "digest", digest);
+	cJSON_AddStringToObject(g->vrec, "golden", "validated on the build VM before the push");
+	return ledger_append(g->o->deploy.state, key, g->vrec, err);
 }
 
 static void
@@ -482,6 +473,12 @@ run_on_build(build *g, int (*fn)(cJSON **, guest_target *, const session_opts *,
 
 	*res = NULL;
 	build_opts(d, g->o, pref, plen);
+	if (d->validate) {
+		/* A pass is filed once, under the pushed digest (record_validation); a fail at once. */
+		g->vo = *d->validate;
+		g->vo.defer_pass = 1;
+		d->validate = &g->vo;
+	}
 	if ((rc = guest_target_lume(&t, g->o->build, g->o->deploy.ssh.user, err)) != LM_OK)
 		return rc;
 	t->port = g->o->port;
@@ -702,6 +699,11 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 		step_start(&g, GOLDEN_WORKLOAD);
 		rc = run_on_build(&g, validate_one, &d, pref, sizeof pref, &val, msg);
+		g.vrec = val ? cJSON_DetachItemFromObjectCaseSensitive(val, "record") : NULL;
+		if (g.vrec) { /* the validation's own time, not the record step's */
+			now_utc(when);
+			cJSON_AddStringToObject(g.vrec, "time", when);
+		}
 		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
 		    strcmp(st, "validated") != 0) {
 			const char *m = kstr(val, "message");
@@ -846,6 +848,7 @@ done:
 	cJSON_Delete(key);
 	cJSON_Delete(rec);
 	golden_pushed_free(&g.pushed);
+	cJSON_Delete(g.vrec);
 	for (int i = 0; i < GOLDEN_NSTEPS; i++)
 		free(g.cmd[i]);
 	return rc;

@@ -4,8 +4,9 @@
  * (unless keep). The pushed manifest's digest is read from the push's own tag, the public tags
  * are pointed at exactly that manifest (golden_publish.h), and the verdict is recorded once in the
  * ledger under it (kind "golden"), so every VM later pulled from the tag is known by it; with
- * deploy.validate, the workload step's validate record is filed under it too (first), so those
- * VMs pass the validate gate of a workload with "requireValidation".
+ * deploy.validate, the workload step's passing validate record is filed under it too (first),
+ * and only there: once, so those VMs pass the validate gate of a workload with
+ * "requireValidation" (a failing one is filed under the build VM's key, the base image's).
  * Never prints: progress goes through a callback. */
 #ifndef LM_GOLDEN_H
 #define LM_GOLDEN_H

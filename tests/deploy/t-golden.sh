@@ -95,7 +95,14 @@ v = [r for r in d["records"] if r["kind"] == "validate"]
 assert d["key"]["imageDigest"] == sys.argv[2] and len(v) == 1 and v[0]["verdict"] == "pass", v
 assert v[0]["digest"] == sys.argv[2] and v[0]["validation"]["meanKld"] < 0.01 and v[0]["hashes"]["modelSha256"], v' \
 	"${doc:-/dev/null}" "$D"
+check "... once: one validate record in the whole ledger (it was filed under the build VM's key too)" \
+	test "$(cat "$T/state/ledger/"*.json | grep -c '"kind":[[:space:]]*"validate"')" -eq 1
 check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
+if grep -q '"record":' "$T/g1" && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "record" in d.get("validate", {}) else 1)' "$T/g1"; then
+	not_ok "... its result keeps no copy of the record"
+else
+	ok "... its result keeps no copy of the record"
+fi
 img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
 check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
 check_has "... the base digest" "\"baseDigest\":\"$BASE\"" "$img"

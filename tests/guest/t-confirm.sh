@@ -29,6 +29,8 @@ macho "$P/arm64e" $ARM64 2147483650 2 131074
 macho "$P/hardened" $ARM64 0 2 65538
 macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
 macho "$P/hardened-both" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
+# The library-validation flag (0x2000, CS_REQUIRE_LV) without the hardened runtime: 0x2002.
+macho "$P/lv" $ARM64 0 2 8194
 macho "$T/shim.dylib" $ARM64 0 6 131074
 # A script that crashes a second after it starts. /bin/sh is SIP-protected: the simulated launchd
 # purges DYLD_* (LD_PRELOAD with them) there as macOS does, so no shim state comes from it (on
@@ -136,6 +138,9 @@ jis "... --confirm-timeout 2 won over the environment's 10" "$T/o.json" .confirm
 # of its log).
 wl hardened-dyld "$P/hardened-dyld" hardened-dyld "$DYLD"
 reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '" image
+# The library-validation flag alone asks for library validation: dyld aborts it as above.
+wl lv "$P/lv" lv "$DYLD"
+reverted "a program with the library-validation flag (dyld aborts it)" lv "^the workload launchd runs does not have the shim: $P/lv exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '" image
 wl named /opt/homebrew/bin/llama-server ollama
 reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$" image
 wl missing "$T/no-such-server" missing
@@ -151,7 +156,8 @@ if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-m
 	chmod +x "$T/darwin/uname"
 	for c in "arm64e|is arm64e; the shim is arm64 only: dyld would abort it" \
 		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables and com.apple.security.cs.disable-library-validation: dyld would drop the shim and it would run stock" \
-		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it"; do
+		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it" \
+		"lv|is signed with the library-validation flag: dyld admits only libraries signed by Apple or with its Team ID, whatever its entitlements, so it would refuse the ad-hoc signed shim and abort it"; do
 		n=${c%%|*}
 		wl_json "mac-$n" "$P/$n" "$n"
 		payload "$T/mac-$n.tar.gz" --target macos --workload "$T/wl/mac-$n.json"
