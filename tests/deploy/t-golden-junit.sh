@@ -7,11 +7,7 @@
 # change the bad guest's simulated device: the deploy step fails with its cause) and a dry run.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
-XSD=$TOP/tests/junit.xsd
-READ=$TOP/tests/outputs/junit-read.py
-PYJ=""
-for p in python3 /usr/bin/python3; do "$p" -c 'import junitparser' 2>/dev/null && PYJ=$p && break; done
-[ -n "$PYJ" ] || not_ok "python3-junitparser is installed (scripts/deps.sh test)"
+. "$(dirname "$0")/outputs.sh"
 HOME=$T/home LUME_SIM_REGISTRY_HTTP=1 GITHUB_USERNAME=lume GITHUB_TOKEN=s3cret-test
 export HOME LUME_SIM_REGISTRY_HTTP GITHUB_USERNAME GITHUB_TOKEN
 unset XDG_CONFIG_HOME GHCR_USERNAME GHCR_TOKEN LUME_SIM_IP LUME_LOG_LEVEL
@@ -30,12 +26,6 @@ sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src stopped null null --folder "$
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
 A=$(cut -c1-64 "$T/a.tar.gz.sha256")
 golden() { lm golden --payload "$T/a.tar.gz" --accept-new --wait 10 --registry "$R" --organization org "$@"; }
-# junit NAME FILE: valid under the schema, and read by junitparser into FILE.read.
-junit() {
-	check "$1: xmllint --schema tests/junit.xsd accepts it" xmllint --noout --schema "$XSD" "$2"
-	check "... junitparser reads it, the counts agreeing with the testcases" sh -c '"$1" "$2" "$3" >"$3.read"' - \
-		"${PYJ:-python3}" "$READ" "$2"
-}
 
 LUME_SIM_IP=127.0.0.151 golden src shim:1 --build-vm b1 --model "$VMODEL" --format junit >"$T/g1.xml" 2>"$T/g1.err"
 check "a golden build that publishes, --format junit: exit 0" test $? -eq 0

@@ -10,12 +10,7 @@
 # broken on purpose to see its consumer refuse it.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
-XSD=$TOP/tests/junit.xsd
-READ=$TOP/tests/outputs/junit-read.py
-# The python3 that has junitparser (Debian's, where pyenv or a venv shadows it on PATH).
-PYJ=""
-for p in python3 /usr/bin/python3; do "$p" -c 'import junitparser' 2>/dev/null && PYJ=$p && break; done
-[ -n "$PYJ" ] || not_ok "python3-junitparser is installed (scripts/deps.sh test)"
+. "$(dirname "$0")/outputs.sh"
 command -v promtool >/dev/null 2>&1 || not_ok "promtool is installed (prometheus, scripts/deps.sh test)"
 
 guest tahoe-1 127.0.0.2 && guest tahoe-3 127.0.0.6 && guest tahoe-2 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 &&
@@ -32,13 +27,6 @@ printf '{"image":"evil\\u001b[2J\\"<b>&amp;</b>]]>\\\\ \\u202e\\n# TYPE x counte
 	"$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null || exit 1
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 
-# junit NAME FILE: FILE is valid under tests/junit.xsd, and junitparser reads it (its reading in
-# FILE.read) with counts that agree with its testcases.
-junit() {
-	check "$1: xmllint --schema tests/junit.xsd accepts it" xmllint --noout --schema "$XSD" "$2"
-	check "... junitparser reads it, the counts agreeing with the testcases" sh -c '"$1" "$2" "$3" >"$3.read"' - \
-		"${PYJ:-python3}" "$READ" "$2"
-}
 # unique FILE: no series (name and labels) twice, which node_exporter refuses and promtool does
 # not check.
 unique() {
