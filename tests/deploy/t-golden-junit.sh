@@ -7,7 +7,7 @@
 # change the bad guest's simulated device: the deploy step fails with its cause) and a dry run.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
-. "$(dirname "$0")/outputs.sh"
+. "$TOP/tests/outputs/junit.sh"
 HOME=$T/home LUME_SIM_REGISTRY_HTTP=1 GITHUB_USERNAME=lume GITHUB_TOKEN=s3cret-test
 export HOME LUME_SIM_REGISTRY_HTTP GITHUB_USERNAME GITHUB_TOKEN
 unset XDG_CONFIG_HOME GHCR_USERNAME GHCR_TOKEN LUME_SIM_IP LUME_LOG_LEVEL

@@ -10,7 +10,7 @@
 # broken on purpose to see its consumer refuse it.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
-. "$(dirname "$0")/outputs.sh"
+. "$TOP/tests/outputs/junit.sh"
 command -v promtool >/dev/null 2>&1 || not_ok "promtool is installed (prometheus, scripts/deps.sh test)"
 
 guest tahoe-1 127.0.0.2 && guest tahoe-3 127.0.0.6 && guest tahoe-2 127.0.0.3 --env LUME_METAL_SIM_WRONG_TYPES=1 &&

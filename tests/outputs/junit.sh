@@ -1,6 +1,6 @@
 # shellcheck shell=sh disable=SC2016 # single-quoted $ is for the inner sh
-# The readers of --format junit for the output tests (t-outputs.sh, t-golden-junit.sh), sourced
-# after tests/lib.sh: xmllint against tests/junit.xsd and junitparser through
+# The readers of --format junit for the output tests (tests/deploy/t-outputs.sh, t-golden-junit.sh),
+# sourced after tests/lib.sh: xmllint against tests/junit.xsd and junitparser through
 # tests/outputs/junit-read.py, with Debian's python3 when another one on PATH lacks junitparser.
 XSD=$TOP/tests/junit.xsd
 READ=$TOP/tests/outputs/junit-read.py
