@@ -230,12 +230,14 @@ fleet_stamp(cJSON *res, int64_t t0)
 	struct tm tm;
 	char when[32];
 
-	if (t0 == 0 || cJSON_GetObjectItemCaseSensitive(res, "seconds") != NULL)
+	if (t0 == 0 || res == NULL)
 		return;
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	cJSON_AddNumberToObject(res, "seconds", (double)(lm_now_ms() - t0) / 1000.0);
-	cJSON_AddStringToObject(res, "time", when);
+	if (!cJSON_HasObjectItem(res, "seconds"))
+		cJSON_AddNumberToObject(res, "seconds", (double)(lm_now_ms() - t0) / 1000.0);
+	if (!cJSON_HasObjectItem(res, "time"))
+		cJSON_AddStringToObject(res, "time", when);
 }
 
 /* Stores VM i's result, counts it against the budget (unless the controller itself ran out of

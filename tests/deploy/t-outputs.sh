@@ -130,6 +130,22 @@ check_grep "... and # EOF last (OpenMetrics)" '^# EOF$' "$T/m.prom"
 check "... with no raw control character from evil" clean "$T/m.prom"
 check_has "... evil's image label escaped: backslash, quote and newline" \
 	'image="evil\\x1b[2J\"<b>&amp;</b>]]>\\ \\xe2\\x80\\xae\n# TYPE x counter\nx 1 (no digest) (macOS 26.5.2\\x1b[2J\\x1b]0;pwned\\x07' "$T/m.prom"
+check "... bounded: at most 128 bytes, cut with ... and 12 hex digits of the whole label's SHA-256" python3 -c '
+import re, sys
+lead = "lume_metal_image_verdict{vm=\"evil\",image=\""
+for l in open(sys.argv[1], encoding="utf-8"):
+    if l.startswith(lead):
+        v, k, bs = "", len(lead), chr(92)
+        while l[k] != "\"":
+            if l[k] == bs:
+                k += 1
+                v += "\n" if l[k] == "n" else l[k]
+            else:
+                v += l[k]
+            k += 1
+        assert len(v.encode()) <= 128 and re.search("[.][.][.][0-9a-f]{12}$", v), v
+        sys.exit(0)
+sys.exit("no verdict of evil")' "$T/m.prom"
 check "... its one sample line unbroken: no line begins with x or a TYPE of x" sh -c '! grep -Eq "^(x |# TYPE x )" "$1"' - "$T/m.prom"
 
 # --textfile DIR: the same metrics, written whole by a rename for node_exporter.
