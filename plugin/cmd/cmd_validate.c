@@ -138,13 +138,12 @@ cmd_validate(int argc, char **argv)
 		goto done;
 	{
 		guest_target *t = NULL;
+		int64_t t0 = lm_now_ms();
+		time_t wall = time(NULL);
 
 		/* Two llama-perplexity runs of a large model, the stock one on the slow kernels. */
 		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
-		int64_t t0 = lm_now_ms();
-		time_t wall = time(NULL);
-
 		validate_once(&res, t, &o, err);
 		guest_target_free(t);
 		fleet_stamp(res, t0);

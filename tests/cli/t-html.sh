@@ -99,7 +99,7 @@ check "... and a bar whose height is not its number" sh -c '! python3 "$1" "$2" 
 	"$O/html-check.py" "$T/broken2.html"
 
 # Rendered: not blank, in the bars' colours, light and dark; printed to a PDF.
-check "headless Chromium renders the page (light)" sh "$O/screenshot.sh" "$T/ledger.html" "$T/light.png" 1000x1400 light
+check "headless Chromium renders the page (light)" sh "$O/screenshot.sh" "$T/ledger.html" "$T/light.png" 1000x1000 light
 check "... a PNG png-stats reads" sh -c 'python3 "$1" "$2" --has "#0969da" --has "#818b98" --has "#1a7f37" >"$2.read"' - \
 	"$O/png-stats.py" "$T/light.png"
 check "... not blank: hundreds of colours" awk '/^colours / { exit !($2 >= 100) }' "$T/light.png.read"
@@ -107,7 +107,7 @@ check "... a light background" awk '/^background / { exit !($2 == "#ffffff" || $
 check "... the shim bars drawn (their blue, #0969da)" awk '/^has #0969da / { exit !($3 >= 2000) }' "$T/light.png.read"
 check "... the stock bars (grey) and bare metal's (green)" sh -c \
 	'awk "/^has #818b98 / { exit !(\$3 >= 200) }" "$1" && awk "/^has #1a7f37 / { exit !(\$3 >= 2000) }" "$1"' - "$T/light.png.read"
-check "... and dark" sh "$O/screenshot.sh" "$T/ledger.html" "$T/dark.png" 1000x1400 dark
+check "... and dark" sh "$O/screenshot.sh" "$T/ledger.html" "$T/dark.png" 1000x1000 dark
 check "... read" sh -c 'python3 "$1" "$2" --has "#4493f8" >"$2.read"' - "$O/png-stats.py" "$T/dark.png"
 check "... a dark background" awk '/^background / { exit !($2 == "#0d1117" || $2 == "#151b23") }' "$T/dark.png.read"
 check "... the shim bars in the dark blue (#4493f8)" awk '/^has #4493f8 / { exit !($3 >= 2000) }' "$T/dark.png.read"
