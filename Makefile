@@ -105,6 +105,7 @@ lint:
 	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
+	    tests/outputs/*.sh \
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory

@@ -41,7 +41,10 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l parallel -x -d 'VMs at once'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report config" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report config" -l json -d 'JSON output'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe host bench build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy rollback validate golden" -l format -x -a "json text junit" -d 'output format (junit: a JUnit XML report)'
+complete -c lume-metal -n "__fish_seen_subcommand_from status" -l format -x -a "json text junit openmetrics" -d 'output format (junit, or metrics)'
+complete -c lume-metal -n "__fish_seen_subcommand_from status" -l textfile -r -a '(__fish_complete_directories)' -d "also write DIR/lume-metal.prom for node_exporter"
 complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy status rollback validate" -l order -x -a "finish input" -d 'the order of the lines'
 
 # Payload flags.
@@ -103,5 +106,6 @@ complete -c lume-metal -n "__fish_seen_subcommand_from bench golden validate" -l
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l csv -d 'CSV'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l markdown -d 'Markdown table'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l ledger -d 'from the ledger'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -l html -r -F -d 'also write the evidence as one HTML page'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -a 'stock= shim= host='
 complete -c lume-metal -n "__fish_seen_subcommand_from $cmds" -l help -d "this command's flags"

@@ -31,6 +31,10 @@ DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
 # tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and
 # fish (the completions).
 DEB_TEST="$DEB_TEST ruby debhelper man-db zsh fish"
+# The outputs' own readers (tests/deploy/t-outputs.sh, tests/cli/t-html.sh): junitparser reads
+# --format junit back, promtool (prometheus) checks the metrics, headless chromium renders the
+# HTML report to a screenshot.
+DEB_TEST="$DEB_TEST python3-junitparser prometheus chromium"
 [ "$what" = demo ] || DEB="$DEB $DEB_TEST"
 zig=0
 [ "$what" = demo ] || zig=1

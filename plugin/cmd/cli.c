@@ -265,6 +265,12 @@ cli_escape(lm_buf *out, const char *s)
 }
 
 int
+cli_escape_n(lm_buf *out, const char *s, size_t n, int keep_nl)
+{
+	return escape(out, s, n, keep_nl);
+}
+
+int
 cli_error(int code, const char *fmt, ...)
 {
 	lm_buf b = {0};
@@ -429,17 +435,6 @@ cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, i
 	return 1;
 }
 
-int
-cli_format(const char *arg, const char *cmd, int *json)
-{
-	if (strcmp(arg, "json") == 0 || strcmp(arg, "text") == 0) {
-		*json = arg[0] == 'j';
-		return 1;
-	}
-	cli_error(EXIT_USAGE, "%s: --format %s: not json or text", cmd, arg);
-	return -1;
-}
-
 /* "N" into *n, or "P%" (1..100) into *pct. */
 static int
 count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n, int *pct)
@@ -528,8 +523,8 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1032: return count_or_pct(arg, "--max-fail", cmd, 0, &c->fleet.max_fail, &c->fleet.max_fail_pct);
 	case 1033: c->fleet.rollback_on_fail = 1; return 1;
 	case 1007: return home_flag(&c->state, arg, "--state", cmd);
-	case 1008: c->json = 1; return 1;
-	case 1015: return cli_format(arg, cmd, &c->json);
+	case 1008: c->json = 1, c->doc = 0; return 1;
+	case 1015: return cli_conn_format(c, arg, cmd);
 	case 1016:
 		if (strcmp(arg, "input") == 0 || strcmp(arg, "finish") == 0) {
 			c->order_input = arg[0] == 'i';

@@ -40,7 +40,10 @@
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
 	"      --json              machine-readable output: one JSON object per line (NDJSON),\n" \
 	"                          one per VM as it finishes, then {\"summary\": ...}\n" \
-	"      --format json|text  the same as --json, or text (the default), as Lume spells it\n" \
+	"      --format F          json (the same as --json) or text (the default), as Lume spells it;\n" \
+	"                          junit (deploy, status, rollback, validate, golden): one JUnit XML\n" \
+	"                          document at the end, a testcase per VM, for a CI's test report;\n" \
+	"                          openmetrics (status): the Prometheus/OpenMetrics text format\n" \
 	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
 	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
 
@@ -147,12 +150,16 @@ static const cli_command commands[] = {
 	    "  --wait SECONDS      the wait for SSH (default 300)\n"
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
-	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]\n\n"
+	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]"
+	    " [--textfile DIR]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
 	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
 	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n"
 	    "  --verdicts registry|local  as deploy's: with registry, a version this ledger has no verdict\n"
-	    "                      for is looked up in its image's registry (trusted-key), and recorded\n" ORDER_FLAGS CONN_FLAGS, NULL},
+	    "                      for is looked up in its image's registry (trusted-key), and recorded\n"
+	    "  --textfile DIR      also write the metrics (as --format openmetrics prints them) to\n"
+	    "                      DIR/lume-metal.prom for node_exporter's textfile collector: a temporary\n"
+	    "                      file in DIR renamed over it; stdout keeps its format\n" ORDER_FLAGS CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
@@ -273,8 +280,9 @@ static const cli_command commands[] = {
 	    "                          kernels, about ten times the shim arm's time\n"
 	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
-	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
-	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"
+	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]"
+	    " [--html FILE]\n"
+	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json] [--html FILE]\n\n"
 	    "Compares llama-bench -o json runs test by test (pp<n_prompt>, tg<n_gen>) on the medians of\n"
 	    "samples_ts, with min and max: guest_ratio = shim/stock, shim_to_host_percent = 100*shim/host.\n"
 	    "FILE.stderr beside each FILE.json is read for what ggml_metal_device_init (or, before about\n"
@@ -290,7 +298,10 @@ static const cli_command commands[] = {
 	    "  --min-samples N   samples each test needs (default 3)\n"
 	    "  --ledger          every ledger record of kind bench, per image version side by side\n"
 	    "  --image REF       with --ledger: that image only\n"
-	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n", NULL},
+	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n"
+	    "  --html FILE       also write the evidence as one HTML page: per image version and Mac, bars of\n"
+	    "                    stock, shim and bare metal per test, the speedup, the validation against\n"
+	    "                    its thresholds, the verdict; inline CSS and SVG, no script, nothing fetched\n", NULL},
 	{"config", cmd_config, "the settings in force and where each one comes from",
 	    "config [--host ALIAS] [--format json|text] [SETTING FLAGS]\n\n"
 	    "Prints each setting the config file may hold, its value in force and its source: flag,\n"
@@ -347,10 +358,12 @@ static const struct {
 	{"deploy", "  lume-metal deploy tahoe-1 --accept-new --validate-workload --model ~/m.gguf\n"
 	    "  lume-metal deploy --all --dry-run\n"
 	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
-	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
+	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"
+	    "  lume-metal deploy --hosts macs.txt --format junit > deploy-report.xml\n"},
 	{"status", "  lume-metal status tahoe-1\n"
 	    "  lume-metal status --hosts macs.txt --format json\n"
-	    "  lume-metal status --all --order input > before.txt\n"},
+	    "  lume-metal status --all --order input > before.txt\n"
+	    "  lume-metal status --all --textfile /var/lib/prometheus/node-exporter\n"},
 	{"rollback", "  lume-metal rollback tahoe-1\n"
 	    "  lume-metal rollback --all --to none --no-probe\n"},
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
@@ -373,7 +386,8 @@ static const struct {
 	{"config", "  lume-metal config\n"
 	    "  lume-metal config --host tahoe-1 --format json\n"},
 	{"report", "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
-	    "  lume-metal report --ledger --csv\n"},
+	    "  lume-metal report --ledger --csv\n"
+	    "  lume-metal report --ledger --html evidence.html\n"},
 };
 
 /* The hanging indentation of a line: under the description column of a flag row ("  --flag ARG

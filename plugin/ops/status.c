@@ -41,6 +41,9 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	}
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
+	/* the payload that verdict was for: a VM on another release than a passing one is behind */
+	if (cJSON_IsString(v = last ? cJSON_GetObjectItemCaseSensitive(last, "payloadSha256") : NULL))
+		cJSON_AddStringToObject(r, "verdictPayload", v->valuestring);
 	session_set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:
