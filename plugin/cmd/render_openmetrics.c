@@ -87,7 +87,7 @@ static const char *const family[F_N][2] = {
 	{"lume_metal_drift_files", "How many installed files (and the LaunchAgent) no longer match."},
 	{"lume_metal_release", "The VM's current and previous release: the payload SHA-256, or none (always 1)."},
 	{"lume_metal_release_behind", "Whether the VM's current release is not the payload of its image "
-	    "version's last passing verdict (1), or is (0); absent without a passing verdict."},
+	    "version's newest verdict, a pass (1), or is (0); absent when that verdict is not a pass."},
 	{"lume_metal_image_verdict", "The ledger's verdict for the VM's image version: pass, fail or unrecorded "
 	    "(1, the verdict in the label)."},
 	{"lume_metal_last_check_timestamp_seconds", "When status last finished with the VM (Unix time)."},
@@ -115,7 +115,7 @@ vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 {
 	const cJSON *st = obj(r, "status"), *svc = obj(st, "service"), *n;
 	const char *cur = render_str(st, "current"), *prev = render_str(st, "previous");
-	const char *vp = render_str(r, "verdictPayload"), *verdict = render_str(r, "verdict");
+	const char *vp = render_str(r, "latestPayload"), *verdict = render_str(r, "verdict");
 	char img[600];
 
 	if (f == F_STATE) {
@@ -140,7 +140,7 @@ vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 
 		sample(out, family[f][0], vm, kv, 1);
 	} else if (f == F_BEHIND) {
-		if (verdict && strcmp(verdict, "pass") == 0 && vp)
+		if (render_str(r, "latestVerdict") && strcmp(render_str(r, "latestVerdict"), "pass") == 0 && vp)
 			sample(out, family[f][0], vm, NULL, cur == NULL || strcmp(cur, vp) != 0);
 	} else if (f == F_VERDICT && verdict) {
 		const char *kv[] = {"image", img, "verdict", verdict, NULL};

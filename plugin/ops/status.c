@@ -8,6 +8,25 @@ static const char status_script[] =
     "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
     "printf '{\"root\":null,\"current\":null,\"previous\":null,\"releases\":[],\"installed\":false}\\n'";
 
+/* The image version's newest verdict of any payload, as "latestVerdict" and "latestPayload": a VM
+ * on another release than a passing one is a release behind. Nothing when none can be read. */
+static void
+latest(cJSON *r, const session_vm *s, const session_opts *o)
+{
+	const ledger_want any = {"deploy|golden", NULL, NULL, NULL, 0};
+	cJSON *last = NULL;
+	const cJSON *v, *p;
+	char msg[LM_ERRLEN];
+
+	if (ledger_load_verdict(&last, NULL, o->state, s->key, &any, msg) == LM_OK && last != NULL &&
+	    cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(last, "verdict")) &&
+	    cJSON_IsString(p = cJSON_GetObjectItemCaseSensitive(last, "payloadSha256"))) {
+		cJSON_AddStringToObject(r, "latestVerdict", v->valuestring);
+		cJSON_AddStringToObject(r, "latestPayload", p->valuestring);
+	}
+	cJSON_Delete(last);
+}
+
 int
 status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
@@ -41,9 +60,10 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	}
 	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	cJSON_AddStringToObject(r, "verdict", cJSON_IsString(v) ? v->valuestring : "unrecorded");
-	/* the payload that verdict was for: a VM on another release than a passing one is behind */
+	/* the payload that verdict was for */
 	if (cJSON_IsString(v = last ? cJSON_GetObjectItemCaseSensitive(last, "payloadSha256") : NULL))
 		cJSON_AddStringToObject(r, "verdictPayload", v->valuestring);
+	latest(r, &s, o);
 	session_set_state(r, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"),
 	    "driftDetected")) ? "drift" : "ok", NULL);
 done:

@@ -105,7 +105,9 @@ got = {c[1]: c[4] for c in cases}
 assert len(got) == 4 and all(got[v] == want[s] for v, s in states.items()), (states, got)' "$T/s.json" "$T/s.xml.read"
 
 # status --format openmetrics: promtool checks it; the samples say what the JSON says.
-lm deploy tahoe-3 --payload "$T/b.tar.gz" --accept-new >/dev/null 2>&1
+validated "payload B validated on tahoe-3's image version (a verdict covers one payload)" tahoe-3 --payload "$T/b.tar.gz" \
+	--accept-new
+check_rc "tahoe-3 deployed with payload B, the version's newest verdict" 0 lm deploy tahoe-3 --payload "$T/b.tar.gz"
 before=$(date +%s)
 lm status tahoe-1 tahoe-3 tahoe-2 evil gone --format openmetrics >"$T/m.prom" 2>"$T/m.err"
 check "status --format openmetrics exits 1 (drift, unreachable)" test $? -eq 1
