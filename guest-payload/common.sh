@@ -356,16 +356,12 @@ seen_active() {
 	return 1
 }
 # ms_since FILE: sets ms to the milliseconds from FILE's modification time to now (FILE.now,
-# written now): macOS's date has no sub-second format, BSD stat's %.3Fm and GNU stat's %.3Y have
-# one. One stat; fails (ms empty) when it cannot tell.
+# written now): macOS's date has no sub-second format, BSD stat's %.3Fm (the modification time,
+# three digits after the point) has one. One stat; fails (ms empty) when it cannot tell.
 ms_since() {
 	ms=""
 	printf . >"$1.now" 2>/dev/null || return 1
-	[ -n "$os" ] || os=$(uname -s)
-	case $os in
-	Darwin | *BSD | DragonFly) m_t=$(stat -f %.3Fm "$1" "$1.now" 2>/dev/null) ;;
-	*) m_t=$(stat -c %.3Y "$1" "$1.now" 2>/dev/null) ;;
-	esac
+	m_t=$(stat -f %.3Fm "$1" "$1.now" 2>/dev/null)
 	m_0=${m_t%%"$nl"*} m_1=${m_t#*"$nl"}
 	case $m_0 in [0-9]*.[0-9][0-9][0-9]) ;; *) return 1 ;; esac
 	case $m_1 in [0-9]*.[0-9][0-9][0-9]) ;; *) return 1 ;; esac
