@@ -99,6 +99,11 @@ build/netdelay: scripts/bench-fleet.d/netdelay.c
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $<
 
+# bench-fleet's CPU account of the simulated guest commands (scripts/bench-fleet.d/simcpu.c).
+build/simcpu: scripts/bench-fleet.d/simcpu.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $<
+
 -include shim/shim.mk
 
 lint:
@@ -118,7 +123,7 @@ test: deps-test
 	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
 
-test-build: all build/asan/lume-metal build/netdelay $(UNIT_BIN) shim-test-build lint
+test-build: all build/asan/lume-metal build/netdelay build/simcpu $(UNIT_BIN) shim-test-build lint
 
 # The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
 # device (GCC's libobjc); not the Mach-O cross-build (zig).

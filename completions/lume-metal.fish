@@ -70,7 +70,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l batch -x -d 'wave size (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l max-fail -x -d 'failure budget (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l rollback-on-fail -d 'roll back when the run stops'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-timeout -x -d 'seconds the guest waits for the shim in the workload'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-timeout -x -d 'seconds the guest waits for the shim in the workload and its readiness'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-settle -x -d 'seconds the guest then watches the workload'
 # golden's flags that take a value (NAME=description).
 for fd in 'pull=pull IMAGE:TAG as the source first' 'pull-registry=where --pull finds its image' \

@@ -47,11 +47,13 @@ chmod +x "$P/crash" "$P/wrapped"
 # service) running PROGRAM, the shim scoped to PROCESS; builds its payload $T/NAME.tar.gz, sets
 # SHA. With LIB its LaunchAgent also sets DYLD_INSERT_LIBRARIES=LIB (a workload may not: the
 # payload is edited and its sums rewritten), for the simulated dyld of a Mach-O program: the
-# linux-sim release itself preloads with LD_PRELOAD.
+# linux-sim release itself preloads with LD_PRELOAD. wl_json NAME PROGRAM PROCESS [ENV
+# [READINESS]] writes the workload alone, with ENV (a JSON object) as its environment and
+# READINESS as its "readiness".
 wl_json() {
 	mkdir -p "$T/wl"
-	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s}\n' \
-		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" >"$T/wl/$1.json"
+	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s%s}\n' \
+		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" "${5:+,\"readiness\":$5}" >"$T/wl/$1.json"
 }
 wl() {
 	wl_json "$1" "$2" "$3"
@@ -92,6 +94,10 @@ jis "... and its ceiling" "$T/a.json" .process.shim.appleFamilyMax 1009
 jis "... no cause: it passed" "$T/a.json" .cause null
 jis "... the wait it allowed (the environment's LUME_METAL_CONFIRM_TIMEOUT)" "$T/a.json" .confirm.timeout 10
 jis "... and the watch after (LUME_METAL_CONFIRM_SETTLE)" "$T/a.json" .confirm.settle 0
+# llama-server's manifest says how to know it serves ("readiness": its /health answers 200): the
+# time from the bootstrap to that answer (the simulated server is ready once its device is up).
+ms=$(jget "$T/a.json" .readyMs)
+check_range "... and the time to ready, from the bootstrap to /health's 200 (ms)" "$ms" 0 10000
 alive "... that process runs" "$pid"
 check_has "install.json keeps it" "\"process\":{\"pid\":$pid,\"shimActive\":true" "$ROOT/install.json"
 check_has "the shim's state is the pid's file under the logs folder" '"active":true' "$HOME/Library/Logs/lume-metal/$SD/$pid"
@@ -210,6 +216,30 @@ rc_is "... the same with the environment's settle of 0: installed" 0
 jis "... the settle it used" "$T/o.json" .confirm.settle 0
 install "$T/o.json" "$T/a.tar.gz" "$A"
 rc_is "... and back to release a" 0
+
+# Readiness: a workload whose manifest says how to know it serves (llama-server's /health) is
+# installed only once that answers 200, within --confirm-timeout from the bootstrap, then settles;
+# readyMs is the time to that answer. The simulated server answers 503 while it loads its model
+# (LM_SIM_WORKLOAD_READY_AFTER), as llama.cpp's does. One that exits after its device is up but
+# before it is ready, or never answers 200, is reverted, the workload's failure (its shim was
+# active), even without a settle (the environment's 0 here).
+RD='{"url":"http://127.0.0.1:8080/health"}'
+wl_json slow /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"2"}' "$RD"
+payload "$T/slow.tar.gz" --workload "$T/wl/slow.json"
+install "$T/o.json" "$T/slow.tar.gz" "$SHA"
+rc_is "ready 2 s after its device is up (503 until then): installed" 0
+ms=$(jget "$T/o.json" .readyMs)
+check_range "... readyMs: at least the 2 s it loaded, within the wait of 10" "$ms" 2000 10000
+check_has "... its log said it loaded its model before" "main: model loaded" "$HOME/Library/Logs/lume-metal/slow.err.log"
+install "$T/o.json" "$T/a.tar.gz" "$A"
+rc_is "... and back to release a" 0
+wl_json early /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"5","LM_SIM_WORKLOAD_EXIT":"1","LM_SIM_WORKLOAD_EXIT_AFTER":"1"}' "$RD"
+payload "$T/early.tar.gz" --workload "$T/wl/early.json"
+reverted "exits 1 s after its device is up, before it is ready" early "^the workload launchd runs was not ready: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\) before it answered 200 at http://127.0.0.1:8080/health: it crashes; its stderr log ends: .*SIMULATED: failed to load the model" workload
+jis "... no time to ready" "$T/o.json" .readyMs null
+wl_json never /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"never"}' "$RD"
+payload "$T/never.tar.gz" --workload "$T/wl/never.json"
+reverted "never ready (503 throughout), --confirm-timeout 2" never "^the workload launchd runs was not ready: /opt/homebrew/bin/llama-server \\(pid [0-9]+\\) did not answer 200 at http://127.0.0.1:8080/health within 2 s of its bootstrap \\(its last answer: HTTP 503\\), the shim active in it\$" workload --confirm-timeout 2
 
 # --mark-settle (deploy's driver, which then goes on with other VMs): once the shim is active and
 # the settle begins, two lines before the JSON, the settle's seconds and the mark. They promise
