@@ -99,12 +99,18 @@ build/netdelay: scripts/bench-fleet.d/netdelay.c
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $<
 
+# bench-fleet's CPU account of the simulated guest commands (scripts/bench-fleet.d/simcpu.c).
+build/simcpu: scripts/bench-fleet.d/simcpu.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $<
+
 -include shim/shim.mk
 
 lint:
 	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
+	    tests/outputs/*.sh \
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/bench-ledger scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
@@ -117,7 +123,7 @@ test: deps-test
 	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
 
-test-build: all build/asan/lume-metal build/netdelay $(UNIT_BIN) shim-test-build lint
+test-build: all build/asan/lume-metal build/netdelay build/simcpu $(UNIT_BIN) shim-test-build lint
 
 # The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
 # device (GCC's libobjc); not the Mach-O cross-build (zig).

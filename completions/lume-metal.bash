@@ -14,7 +14,7 @@ _lume_metal_flags() {
 		--max-fail --rollback-on-fail --verdicts --confirm-timeout --confirm-settle" ;;
 	golden) echo "$conn $payload $validation --evidence --image --pull --pull-registry --pull-organization
 		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
-	status) echo "$conn --image --order --verdicts" ;;
+	status) echo "$conn --image --order --verdicts --textfile" ;;
 	rollback) echo "$conn $payload --to --image --no-probe --order" ;;
 	ledger) echo "--image --json --csv --state --keep --dry-run" ;;
 	key) echo "--json" ;;
@@ -23,7 +23,7 @@ _lume_metal_flags() {
 	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
 		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;
 	validate) echo "$conn $payload $validation --evidence --image --order" ;;
-	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state" ;;
+	report) echo "--workload --csv --markdown --json --min-samples --ledger --image --state --html" ;;
 	config) echo "--host --json --format -u --user -i --identity --password-file --known-hosts --state
 		--parallel --lume --registry --organization" ;;
 	esac
@@ -51,13 +51,19 @@ _lume_metal() {
 	case $prev in
 	--target) mapfile -t COMPREPLY < <(compgen -W "macos linux-sim" -- "$cur"); return ;;
 	--to) mapfile -t COMPREPLY < <(compgen -W "previous none" -- "$cur"); return ;;
-	--format) mapfile -t COMPREPLY < <(compgen -W "json text" -- "$cur"); return ;;
+	--format)
+		case $cmd in
+		status) mapfile -t COMPREPLY < <(compgen -W "json text junit openmetrics" -- "$cur") ;;
+		deploy | rollback | validate | golden) mapfile -t COMPREPLY < <(compgen -W "json text junit" -- "$cur") ;;
+		*) mapfile -t COMPREPLY < <(compgen -W "json text" -- "$cur") ;;
+		esac
+		return ;;
 	--order) mapfile -t COMPREPLY < <(compgen -W "finish input" -- "$cur"); return ;;
 	-i | --identity | --password-file | --known-hosts | --hosts | --payload | --sha256-file | \
 		-o | --output | --lume | --model | --llama-bench | --host-llama-bench | --host-model | --profile | \
-		--text | --llama-perplexity)
+		--text | --llama-perplexity | --html)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
-	--state | --evidence) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
+	--state | --evidence | --textfile) mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
 	-u | --user | --host | --port | --wait | --timeout | --parallel | --image | --workload | \
 		--canary | --batch | --max-fail | -p | -n | -r | --threads | --min-samples | --chunks | \
 		--pull | --pull-registry | --pull-organization | --registry | --organization | --additional-tags | \

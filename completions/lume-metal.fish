@@ -41,7 +41,10 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l parallel -x -d 'VMs at once'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report config" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report config" -l json -d 'JSON output'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe host bench build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy rollback validate golden" -l format -x -a "json text junit" -d 'output format (junit: a JUnit XML report)'
+complete -c lume-metal -n "__fish_seen_subcommand_from status" -l format -x -a "json text junit openmetrics" -d 'output format (junit, or metrics)'
+complete -c lume-metal -n "__fish_seen_subcommand_from status" -l textfile -r -a '(__fish_complete_directories)' -d "also write DIR/lume-metal.prom for node_exporter"
 complete -c lume-metal -n "__fish_seen_subcommand_from probe deploy status rollback validate" -l order -x -a "finish input" -d 'the order of the lines'
 
 # Payload flags.
@@ -67,7 +70,7 @@ complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l canary -x -d '
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l batch -x -d 'wave size (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l max-fail -x -d 'failure budget (N or P%)'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l rollback-on-fail -d 'roll back when the run stops'
-complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-timeout -x -d 'seconds the guest waits for the shim in the workload'
+complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-timeout -x -d 'seconds the guest waits for the shim in the workload and its readiness'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy" -l confirm-settle -x -d 'seconds the guest then watches the workload'
 # golden's flags that take a value (NAME=description).
 for fd in 'pull=pull IMAGE:TAG as the source first' 'pull-registry=where --pull finds its image' \
@@ -105,5 +108,6 @@ complete -c lume-metal -n "__fish_seen_subcommand_from bench golden validate" -l
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l csv -d 'CSV'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l markdown -d 'Markdown table'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -l ledger -d 'from the ledger'
+complete -c lume-metal -n "__fish_seen_subcommand_from report" -l html -r -F -d 'also write the evidence as one HTML page'
 complete -c lume-metal -n "__fish_seen_subcommand_from report" -a 'stock= shim= host='
 complete -c lume-metal -n "__fish_seen_subcommand_from $cmds" -l help -d "this command's flags"

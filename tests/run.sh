@@ -9,7 +9,10 @@
 # registries keep their fixed addresses without meeting another test's. Where a network
 # namespace cannot be made (not root), they run one at a time, as TEST_JOBS=1 does. Each
 # test's output is printed whole when it ends (finishing order), then the failures again, then
-# the closing line. The slowest tests (tests/slow, measured) start first.
+# the closing line. The slowest tests (tests/slow, measured) start first. Each test's line gives
+# its seconds and, where a cgroup can hold it (root, with cgroup v1's cpuacct or cgroup v2), its
+# CPU: user and sys of every process it started, daemons included (sshd, the simulated launchd),
+# which on a machine shared with other work says more than the seconds; the closing lines sum it.
 #   sh tests/run.sh [TEST...]     the given test programs only
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -22,9 +25,26 @@ if [ "${1:-}" = --one ]; then
 	if [ "${NS:-0}" = 1 ]; then
 		set -- unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"
 	fi
+	cg=""
+	if [ -n "${CGROOT:-}" ] && mkdir "$CGROOT/lm-run.$$" 2>/dev/null; then
+		cg=$CGROOT/lm-run.$$
+		# shellcheck disable=SC2016 # expanded by that sh
+		set -- sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+	fi
 	start=$(date +%s)
 	"$@" >"$log/$n.out" 2>"$log/$n.err" </dev/null
 	rc=$?
+	cpu=""
+	if [ -n "$cg" ]; then
+		# user and sys: cgroup v1's cpuacct.stat in clock ticks, v2's cpu.stat in microseconds
+		st=$cg/cpuacct.stat
+		[ -f "$st" ] || st=$cg/cpu.stat
+		cpu=$(awk -v hz="$(getconf CLK_TCK)" '$1 == "user" || $1 == "system" { t += $2 / hz }
+			$1 == "user_usec" || $1 == "system_usec" { t += $2 / 1e6 } END { printf "%.1f", t }' "$st" 2>/dev/null)
+		rmdir "$cg" 2>/dev/null || { sleep 1; rmdir "$cg" 2>/dev/null; } ||
+			ps -o pid=,args= -p "$(paste -sd, "$cg/cgroup.procs")" 2>/dev/null | cut -c1-160 |
+				sed "s|^|# $t left running: |" >>"$log/$n.out"
+	fi
 	p=$(grep -c '^ok ' "$log/$n.out") f=$(grep -c '^not ok ' "$log/$n.out")
 	{
 		printf '# %s\n' "$t"
@@ -34,9 +54,9 @@ if [ "${1:-}" = --one ]; then
 			f=1
 		fi
 		[ "$f" -eq 0 ] || sed 's/^/#   stderr: /' "$log/$n.err" | tail -n 20
-		printf '# %s: %s passed, %s failed, %ss\n' "$t" "$p" "$f" "$(($(date +%s) - start))"
+		printf '# %s: %s passed, %s failed, %ss%s\n' "$t" "$p" "$f" "$(($(date +%s) - start))" "${cpu:+, CPU ${cpu}s}"
 	} >"$log/$n.block"
-	echo "$p $f" >"$log/$n.sum"
+	echo "$p $f ${cpu:-0}" >"$log/$n.sum"
 	flock "$log/lock" cat "$log/$n.block"
 	exit 0
 fi
@@ -56,6 +76,15 @@ if [ "$jobs" -gt 1 ]; then
 	fi
 fi
 export NS
+# A cgroup for each test's CPU: the first hierarchy here that can have one.
+CGROOT=""
+for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+	if [ -w "$d/cgroup.procs" ] && { [ -f "$d/cpuacct.stat" ] || [ -f "$d/cpu.stat" ]; }; then
+		CGROOT=$d
+		break
+	fi
+done
+export CGROOT
 
 # The list: the arguments, or every test program, the slow ones first.
 if [ $# -eq 0 ]; then
@@ -72,12 +101,13 @@ fi
 # shellcheck disable=SC2016 # expanded by the sh that xargs runs
 awk '{ print NR, $0 }' "$log/list" | xargs -P "$jobs" -L 1 sh -c 'exec sh tests/run.sh --one "$2" "$1" "$0"' "$log"
 
-pass=0 fail=0
+pass=0 fail=0 cpus=""
 n=0
 while IFS= read -r t; do
 	n=$((n + 1))
 	if [ -f "$log/$n.sum" ]; then
-		read -r p f <"$log/$n.sum"
+		read -r p f c <"$log/$n.sum"
+		cpus="$cpus $c"
 	else
 		printf 'not ok - %s did not run\n' "$t"
 		p=0 f=1
@@ -89,5 +119,6 @@ if [ -s "$log/failures" ]; then
 	echo "# the failures:"
 	cat "$log/failures"
 fi
+[ -z "$CGROOT" ] || echo "# CPU (user and sys) of all the tests: $(echo "$cpus" | awk '{ for (i = 1; i <= NF; i++) t += $i } END { printf "%.0f", t }') s"
 printf '%s passed, %s failed\n' "$pass" "$fail"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -265,6 +265,12 @@ cli_escape(lm_buf *out, const char *s)
 }
 
 int
+cli_escape_n(lm_buf *out, const char *s, size_t n, int keep_nl)
+{
+	return escape(out, s, n, keep_nl);
+}
+
+int
 cli_error(int code, const char *fmt, ...)
 {
 	lm_buf b = {0};
@@ -429,17 +435,6 @@ cli_number(const char *arg, const char *flag, const char *cmd, int lo, int hi, i
 	return 1;
 }
 
-int
-cli_format(const char *arg, const char *cmd, int *json)
-{
-	if (strcmp(arg, "json") == 0 || strcmp(arg, "text") == 0) {
-		*json = arg[0] == 'j';
-		return 1;
-	}
-	cli_error(EXIT_USAGE, "%s: --format %s: not json or text", cmd, arg);
-	return -1;
-}
-
 /* "N" into *n, or "P%" (1..100) into *pct. */
 static int
 count_or_pct(const char *arg, const char *flag, const char *cmd, int lo, int *n, int *pct)
@@ -477,15 +472,40 @@ flag_key(int opt)
 	return 0;
 }
 
+/* A path flag's value with a leading "~/" as $HOME/, as the config file's (the shell leaves
+ * --state=~/x as typed); *out gets it, kept till exit. 1, or -1 said. */
+static int
+home_flag(const char **out, const char *arg, const char *flag, const char *cmd)
+{
+	static char **kept; /* reachable till exit, as the config file's values are */
+	static size_t nkept;
+	char **k, *v = NULL;
+	int rc;
+
+	*out = arg;
+	if (strncmp(arg, "~/", 2) != 0)
+		return 1;
+	if ((rc = lm_home_expand(&v, arg, strlen(arg), 0)) != LM_OK || (k = realloc(kept, (nkept + 1) * sizeof *k)) == NULL) {
+		free(v);
+		cli_error(EXIT_USAGE, "%s: %s %s: %s", cmd, flag, arg,
+		    rc == LM_EINPUT ? "~/ with no HOME set" : "out of memory");
+		return -1;
+	}
+	kept = k;
+	kept[nkept++] = v;
+	*out = v;
+	return 1;
+}
+
 int
 cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 {
 	c->given |= flag_key(opt);
 	switch (opt) {
 	case 'u': c->ssh.user = arg; return 1;
-	case 'i': c->ssh.identity = arg; return 1;
-	case 1001: c->ssh.password_file = arg; return 1;
-	case 1002: c->ssh.known_hosts = arg; return 1;
+	case 'i': return home_flag(&c->ssh.identity, arg, "-i", cmd);
+	case 1001: return home_flag(&c->ssh.password_file, arg, "--password-file", cmd);
+	case 1002: return home_flag(&c->ssh.known_hosts, arg, "--known-hosts", cmd);
 	case 1003: c->ssh.accept_new = 1; return 1;
 	case 1004: {
 		const char **h = reallocarray(c->hosts, c->nhosts + 1, sizeof *h);
@@ -502,9 +522,9 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	case 1031: return count_or_pct(arg, "--batch", cmd, 1, &c->fleet.batch, &c->fleet.batch_pct);
 	case 1032: return count_or_pct(arg, "--max-fail", cmd, 0, &c->fleet.max_fail, &c->fleet.max_fail_pct);
 	case 1033: c->fleet.rollback_on_fail = 1; return 1;
-	case 1007: c->state = arg; return 1;
-	case 1008: c->json = 1; return 1;
-	case 1015: return cli_format(arg, cmd, &c->json);
+	case 1007: return home_flag(&c->state, arg, "--state", cmd);
+	case 1008: c->json = 1, c->doc = 0; return 1;
+	case 1015: return cli_conn_format(c, arg, cmd);
 	case 1016:
 		if (strcmp(arg, "input") == 0 || strcmp(arg, "finish") == 0) {
 			c->order_input = arg[0] == 'i';
@@ -512,7 +532,7 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 		}
 		cli_error(EXIT_USAGE, "%s: --order %s: not finish or input", cmd, arg);
 		return -1;
-	case 1009: c->lume = arg; return 1;
+	case 1009: return home_flag(&c->lume, arg, "--lume", cmd);
 	case 1010: return cli_number(arg, "--wait", cmd, 0, 86400, &c->wait_s);
 	case 1011: c->all = 1; return 1;
 	case 1012: c->ssh.lume_default_password = 1; return 1;
@@ -573,6 +593,10 @@ cli_validate_setup(cli_validate *v, cli_conn *c, session_opts *o, int run, const
 	}
 	if (rc != 0 || access(v->text, R_OK) != 0) {
 		rc = cli_error(EXIT_USAGE, "%s: the validation text %s cannot be read", cmd, v->text);
+		goto done;
+	}
+	if (validate_text_check(v->text, v->v.th.context, err) != LM_OK) {
+		rc = cli_error(EXIT_USAGE, "%s: %s", cmd, err);
 		goto done;
 	}
 	v->v.text = v->text;

@@ -48,6 +48,8 @@ int cli_text(FILE *f, const char *s, int keep_nl);
 
 /* Appends s escaped to out; 0, or -1 when out of memory. */
 int cli_escape(lm_buf *out, const char *s);
+/* The same for n bytes of s, newlines kept with keep_nl (render.h's documents start here). */
+int cli_escape_n(lm_buf *out, const char *s, size_t n, int keep_nl);
 
 /* Prints "lume-metal: MSG" to stderr, its string arguments escaped as cli_printf does, and
  * returns code (git's error() habit). */
@@ -86,6 +88,11 @@ const char *cli_datadir(void);
 /* --version: version, commit, data folder, SHA-256 of the shim and probe (cli_version.c). */
 int cli_version(void);
 
+/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names a VM result's image
+ * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)": the summary's
+ * "byImage" and the documents of render.h group VMs by it. */
+void cli_image_label(char *out, size_t len, const cJSON *res);
+
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);
 
@@ -100,6 +107,8 @@ typedef struct {
 	int timeout_s, json, all, wait_s, port;
 	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
 	int order_input;   /* --order input: results in the order the VMs were given (cli_run_vms) */
+	int doc;           /* --format junit|openmetrics: a render_doc (cmd/render.h), 0 for none */
+	const char *textfile; /* status --textfile DIR: also write DIR/lume-metal.prom (render.h) */
 	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
 	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
 	const char *target, *profile, *workload, *payload_file;
@@ -178,6 +187,10 @@ int cli_conn_ready(cli_conn *c, const char *cmd);
 int cli_state_readable(cli_conn *c, const char *cmd);
 /* The config file's value of key when no flag gave it (NULL: neither), after cli_conn_ready. */
 const char *cli_conn_setting(const cli_conn *c, const char *key);
+/* --format of a VM command (cli_format.c): json or text into c->json, or a document of
+ * cmd/render.h that cmd makes into c->doc ("status: --format yaml: not json, text, junit or
+ * openmetrics" otherwise). 1, or -1 after printing the reason. */
+int cli_conn_format(cli_conn *c, const char *arg, const char *cmd);
 /* Takes one shared flag: 1 when c was one, 0 when not, -1 after printing a bad value. */
 int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
 /* Checks the flags against the VM arguments, --state and --host (cli_conn_ready,

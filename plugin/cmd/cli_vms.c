@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "cmd/render.h"
 #include "ops/hosts.h"
 #include "net/identity.h"
 #include "core/image.h"
@@ -282,10 +283,8 @@ str(const cJSON *o, const char *k, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names the result's image
- * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)". */
-static void
-image_label(char *out, size_t len, const cJSON *res)
+void
+cli_image_label(char *out, size_t len, const cJSON *res)
 {
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key"), *in = res;
 	char label[600];
@@ -476,6 +475,9 @@ print_line(const cJSON *res)
 typedef struct {
 	pthread_mutex_t mu; /* stdout, and everything below */
 	int tty, json, input; /* input: --order input */
+	int doc;              /* --format junit|openmetrics: one document at the end (render.h) */
+	const char *cmd;
+	time_t wall;          /* when the run began, for the document */
 	int64_t start;
 	cJSON *states;  /* count per state */
 	cJSON **res;    /* each VM's result so far (a copy): a rolled-back VM moves from "deployed" */
@@ -537,10 +539,14 @@ started(void *ctx, size_t i)
 static void
 show(const live *l, const cJSON *res)
 {
+	const cJSON *kn = cJSON_GetObjectItemCaseSensitive(res, "knownHostsNote");
+
 	if (l->json)
 		cli_print_json(res);
-	else
+	else if (!l->doc)
 		print_line(res);
+	if (!l->json && cJSON_IsString(kn))
+		cli_error(0, "warning: %s: known hosts lines skipped: %s", str(res, "vm", "?"), kn->valuestring);
 }
 
 /* With --order input: every result whose turn has come (all before it printed). */
@@ -598,7 +604,7 @@ progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 	pthread_mutex_unlock(&l->mu);
 }
 
-static void print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order);
+static int print_end(const live *l, const char *textfile, cJSON **res, size_t n, int rc);
 
 /* A second interrupt: the running VMs are abandoned (said per VM), the summary is printed with
  * what is known, and the process exits 130; its sessions close with it. Under l->mu. */
@@ -635,7 +641,7 @@ abandon(live *l)
 			show(l, l->res[l->at[k]]);
 	if (l->input)
 		show_again(l);
-	print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000, l->order);
+	print_end(l, NULL, res, n, 130);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(130);
@@ -795,7 +801,7 @@ print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order)
 		cJSON *per;
 
 		count(states, str(res[i], "state", "?"), 1);
-		image_label(img, sizeof img, res[i]);
+		cli_image_label(img, sizeof img, res[i]);
 		if ((per = cJSON_GetObjectItemCaseSensitive(images, img)) == NULL)
 			per = cJSON_AddObjectToObject(images, img);
 		count(per, str(res[i], "state", "?"), 1);
@@ -823,14 +829,34 @@ print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order)
 	cJSON_Delete(images);
 }
 
+/* The summary, or with --format junit|openmetrics the document of every result (render.h); then
+ * status --textfile's metrics, written whole unless the run was interrupted (rc 130). Returns rc,
+ * or the exit code of a write that failed. */
+static int
+print_end(const live *l, const char *textfile, cJSON **res, size_t n, int rc)
+{
+	char err[LM_ERRLEN];
+	lm_buf b = {0};
+	int k;
+
+	if (!l->doc)
+		print_summary(res, n, l->json, (double)(lm_now_ms() - l->start) / 1000, l->order);
+	else if (render_vms(&b, l->doc, l->cmd, res, n, l->wall) == 0)
+		render_put(&b);
+	lm_buf_free(&b);
+	if (textfile == NULL || rc == 130 || (k = render_textfile(textfile, res, n, err)) == LM_OK)
+		return rc;
+	return cli_fail(k, err);
+}
+
 int
 cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
     session_opts *o, const char *cmd)
 {
 	target_list p = {0};
 	cJSON **results = NULL;
-	live l = {.mu = PTHREAD_MUTEX_INITIALIZER, .start = lm_now_ms(), .json = c->json,
-		.tty = !c->json && isatty(STDOUT_FILENO)};
+	live l = {.mu = PTHREAD_MUTEX_INITIALIZER, .start = lm_now_ms(), .json = c->json, .doc = c->doc, .cmd = cmd,
+		.wall = time(NULL), .tty = !c->json && !c->doc && isatty(STDOUT_FILENO)};
 	int rc, stopped;
 	fleet_opts f = c->fleet;
 	sigset_t oldmask;
@@ -847,7 +873,7 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 	all = p.n + p.nextra;
 	if (all == 0) { /* nothing to do is no failure: exit 0, saying so, and an empty summary */
 		rc = cli_error(EXIT_OK, "%s: no VMs: %s lists none", cmd, c->hosts_file ? c->hosts_file : "lume ls");
-		print_summary(NULL, 0, c->json, (double)(lm_now_ms() - l.start) / 1000, NULL);
+		rc = print_end(&l, c->textfile, NULL, 0, rc);
 		goto done;
 	}
 	if ((results = calloc(all, sizeof *results)) == NULL || (l.res = calloc(all, sizeof *l.res)) == NULL ||
@@ -889,11 +915,11 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 		printf("\r\033[K");
 	if (l.input) /* a VM returned by --rollback-on-fail, again */
 		show_again(&l);
-	if (o->dry_run && p.n > 0)
+	if (o->dry_run && p.n > 0 && !c->doc)
 		print_waves(p.targets, p.n, &f, c->json);
-	print_summary(results, all, c->json, (double)(lm_now_ms() - l.start) / 1000, l.order);
 	/* a stopped run is exit 1; an interrupted one 130, as a shell reports SIGINT */
 	rc = fleet_interrupted() ? 130 : stopped ? EXIT_SOMEFAIL : session_exit_code(results, all);
+	rc = print_end(&l, c->textfile, results, all, rc);
 	for (size_t i = 0; i < all; i++)
 		cJSON_Delete(results[i]);
 done:

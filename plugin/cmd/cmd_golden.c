@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "cmd/render.h"
 #include "ops/golden.h"
 #include "core/image.h"
 #include "core/ledger.h"
@@ -81,6 +82,7 @@ cmd_golden(int argc, char **argv)
 	char err[LM_ERRLEN] = "", build[64], pulled[IMAGE_NAME_MAX + 1];
 	cJSON *res = NULL;
 	int c, rc = EXIT_OK, npos;
+	time_t wall;
 
 	cli_conn_init(&conn);
 	if ((tags = calloc((size_t)argc + 1, sizeof *tags)) == NULL)
@@ -166,12 +168,18 @@ cmd_golden(int argc, char **argv)
 	g.deploy.timeout_s = conn.timeout_s;
 	g.deploy.wait_s = conn.wait_s ? conn.wait_s : GOLDEN_SHORT_S;
 	g.progress = progress;
+	wall = time(NULL);
 	rc = golden_build(&res, &g, err);
 	if (res == NULL) {
 		rc = cli_fail(rc, err);
 		goto done;
 	}
-	if (conn.json)
+	if (conn.doc) {
+		lm_buf b = {0};
+
+		render_junit_golden(&b, res, wall);
+		render_put(&b);
+	} else if (conn.json)
 		cli_print_json(res);
 	else
 		print_text(res);

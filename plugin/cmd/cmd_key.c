@@ -10,7 +10,7 @@ int
 cmd_key(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	char err[LM_ERRLEN], path[4096], dir[4096], id[VERDICT_KEYID_LEN + 1];
+	char err[LM_ERRLEN], path[4096], dir[4096], id[VERDICT_KEYID_LEN + 1], fpr[VERDICT_FPR_LEN + 1];
 	int c, json = 0, rc;
 
 	while ((c = cli_getopt(argc, argv, "key", "", opts)) != -1) {
@@ -35,7 +35,7 @@ cmd_key(int argc, char **argv)
 		if (lm_fmt(path, sizeof path, "%s/verdict-key", dir) != 0)
 			return cli_error(EXIT_USAGE, "key generate: path too long; give PATH");
 	}
-	if ((rc = verdict_key_generate(id, path, err)) != LM_OK)
+	if ((rc = verdict_key_generate(id, fpr, path, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -45,11 +45,12 @@ cmd_key(int argc, char **argv)
 		cJSON_AddStringToObject(o, "private", path);
 		cJSON_AddStringToObject(o, "public", pub);
 		cJSON_AddStringToObject(o, "keyid", id);
+		cJSON_AddStringToObject(o, "fingerprint", fpr);
 		cli_print_json(o);
 		cJSON_Delete(o);
 	} else
-		cli_printf("wrote %s (private, mode 0600) and %s.pub (public)\nkey id %s\n"
+		cli_printf("wrote %s (private, mode 0600) and %s.pub (public)\nkey id %s\nfingerprint %s\n"
 		    "sign with it: signing-key=%s in the config file; trust it on every controller: trusted-key=%s.pub\n",
-		    path, path, id, path, path);
+		    path, path, id, fpr, path, path);
 	return EXIT_OK;
 }

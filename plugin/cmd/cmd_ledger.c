@@ -26,6 +26,19 @@ s(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The VM a golden record was built from: its "sourceVm", or in a ledger written before that
+ * field, its "source" unless that is "registry" (where an imported record says where it came
+ * from). "" for other records. */
+static const char *
+source_vm(const cJSON *r)
+{
+	if (strcmp(s(r, "kind"), "golden") != 0)
+		return "";
+	if (*s(r, "sourceVm") || strcmp(s(r, "source"), "registry") == 0)
+		return s(r, "sourceVm");
+	return s(r, "source");
+}
+
 /* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
  * holds a comma or a quote. */
 static void
@@ -80,9 +93,9 @@ each(const cJSON *doc, const char *path, void *ctx)
 			verdict = "fail:workload";
 
 		if (w->mode == 's') {
-			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict, s(r, "vm"),
-			    s(r, "payloadSha256"), s(r, "profile"), signer ? "  from the registry, signer " : "",
-			    signer ? signer : "", signer ? "..." : "");
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict,
+			    s(r, "vm"), s(r, "payloadSha256"), s(r, "profile"), *source_vm(r) ? "  built from " : "", source_vm(r),
+			    signer ? "  from the registry, signer " : "", signer ? signer : "", signer ? "..." : "");
 			continue;
 		}
 		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);

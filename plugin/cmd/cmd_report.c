@@ -7,6 +7,7 @@
 
 #include "core/bench.h"
 #include "cmd/cli.h"
+#include "cmd/render.h"
 #include "net/identity.h"
 #include "core/ledger.h"
 
@@ -17,6 +18,8 @@ typedef struct {
 	int form, records;
 	lm_buf out;
 	cJSON *all;        /* --json: one object per document with bench records */
+	cJSON *sections;   /* --html: one render_html section per document with a bench record, */
+	cJSON *unbenched;  /* and per document with a validate record only (after them on the page) */
 } walk;
 
 static const char *
@@ -79,6 +82,94 @@ cell(char *out, size_t len, double v, const char *suffix)
 		snprintf(out, len, "%.2f%s", v, suffix);
 	else
 		snprintf(out, len, "-");
+}
+
+/* --html FILE: the page of sections, then those of more (may be NULL), written whole
+ * (lm_write_file_atomic); rc, or the exit code of a failure. */
+static int
+write_html(const char *file, cJSON *sections, cJSON *more, int rc)
+{
+	lm_buf b = {0};
+	char err[LM_ERRLEN];
+	int k = LM_EFAIL;
+
+	if (file == NULL)
+		return rc;
+	while (cJSON_GetArraySize(more) > 0)
+		cJSON_AddItemToArray(sections, cJSON_DetachItemFromArray(more, 0));
+	if (render_html(&b, "lume-metal evidence", sections) == 0 && b.data != NULL)
+		k = lm_write_file_atomic(file, b.data, b.len, 0644, err);
+	else
+		snprintf(err, sizeof err, "out of memory");
+	lm_buf_free(&b);
+	return k == LM_OK ? rc : cli_error(k == LM_EINPUT ? EXIT_USAGE : EXIT_SOMEFAIL, "report: --html %s", err);
+}
+
+/* "guest macOS 26.5.2 (25F84), VirtualMac2,1 · host Apple M1 Ultra, Mac13,2, macOS 26.5 (25F71)"
+ * of a key, what it does not know left out. */
+static void
+key_words(char *out, size_t len, const cJSON *key)
+{
+	lm_buf b = {0};
+
+	lm_buf_addf(&b, "guest macOS %s", *s(key, "guestOS") ? s(key, "guestOS") : "?");
+	if (*s(key, "guestBuild"))
+		lm_buf_addf(&b, " (%s)", s(key, "guestBuild"));
+	if (*s(key, "guestModel"))
+		lm_buf_addf(&b, ", %s", s(key, "guestModel"));
+	lm_buf_addf(&b, " · host %s", *s(key, "hostChip") ? s(key, "hostChip") : "?");
+	if (*s(key, "hostModel"))
+		lm_buf_addf(&b, ", %s", s(key, "hostModel"));
+	if (*s(key, "hostOS"))
+		lm_buf_addf(&b, ", macOS %s", s(key, "hostOS"));
+	if (*s(key, "hostBuild"))
+		lm_buf_addf(&b, " (%s)", s(key, "hostBuild"));
+	snprintf(out, len, "%s", b.data ? b.data : "");
+	lm_buf_free(&b);
+}
+
+/* An --html section for the document: its image version and Mac, its last bench and validate
+ * records and its verdict (the last deploy or golden record, as status and the gate read it).
+ * Documents with a bench come first, each group in the ledger's order. */
+static void
+add_section(walk *w, const cJSON *doc, const char *label)
+{
+	const cJSON *b = ledger_last(doc, "bench"), *v = ledger_last(doc, "validate");
+	const cJSON *d = ledger_last(doc, "deploy|golden");
+	char sub[1024];
+	cJSON *sec;
+
+	if ((b == NULL && v == NULL) || w->sections == NULL || w->unbenched == NULL || (sec = cJSON_CreateObject()) == NULL)
+		return;
+	key_words(sub, sizeof sub, cJSON_GetObjectItemCaseSensitive(doc, "key"));
+	cJSON_AddStringToObject(sec, "title", label);
+	cJSON_AddStringToObject(sec, "subtitle", sub);
+	cJSON_AddItemToObject(sec, "bench", b ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(b, "bench"), 1) :
+	    cJSON_CreateNull());
+	if (b)
+		snprintf(sub, sizeof sub, "%s%s%s", *s(b, "vm") ? s(b, "vm") : "", *s(b, "vm") ? " at " : "", s(b, "time"));
+	cJSON_AddStringToObject(sec, "benchWhen", b ? sub : "");
+	cJSON_AddItemToObject(sec, "validation", v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+	cJSON_AddItemToObject(sec, "verdict", d ? cJSON_Duplicate(d, 1) : cJSON_CreateNull());
+	cJSON_AddItemToArray(b ? w->sections : w->unbenched, sec);
+}
+
+/* The --html section of a table read from files: no image version, validation or verdict. */
+static cJSON *
+file_section(const cJSON *table, const char *const files[3])
+{
+	cJSON *all = cJSON_CreateArray(), *sec = cJSON_CreateObject();
+	char sub[2048];
+
+	snprintf(sub, sizeof sub, "from llama-bench files: stock %s, shim %s%s%s", files[0], files[1],
+	    files[2] ? ", host " : "", files[2] ? files[2] : "");
+	cJSON_AddStringToObject(sec, "title", s(table, "workload"));
+	cJSON_AddStringToObject(sec, "subtitle", sub);
+	cJSON_AddItemToObject(sec, "bench", cJSON_Duplicate(table, 1));
+	cJSON_AddNullToObject(sec, "validation");
+	cJSON_AddNullToObject(sec, "verdict");
+	cJSON_AddItemToArray(all, sec);
+	return all;
 }
 
 /* One ledger document: its bench records, in the chosen form. */
@@ -144,6 +235,7 @@ each(const cJSON *doc, const char *path, void *ctx)
 		}
 		lm_buf_free(&lead);
 	}
+	add_section(w, doc, label);
 	if (recs) {
 		cJSON *d = cJSON_CreateObject();
 
@@ -156,9 +248,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 }
 
 static int
-report_ledger(const char *state, const char *image, int form)
+report_ledger(const char *state, const char *image, int form, const char *html)
 {
-	walk w = {.image = image, .form = form};
+	walk w = {.image = image, .form = form, .sections = html ? cJSON_CreateArray() : NULL,
+		.unbenched = html ? cJSON_CreateArray() : NULL};
 	char err[LM_ERRLEN];
 	int rc;
 
@@ -177,12 +270,17 @@ report_ledger(const char *state, const char *image, int form)
 			cli_print_json(w.all);
 		else if (w.out.data)
 			fputs(w.out.data, stdout);
+		rc = write_html(html, w.sections, w.unbenched, cli_fail(rc, err));
 		cJSON_Delete(w.all);
+		cJSON_Delete(w.sections);
+		cJSON_Delete(w.unbenched);
 		lm_buf_free(&w.out);
-		return cli_fail(rc, err);
+		return rc;
 	}
 	if (rc > 0) { /* each printed the reason */
 		cJSON_Delete(w.all);
+		cJSON_Delete(w.sections);
+		cJSON_Delete(w.unbenched);
 		lm_buf_free(&w.out);
 		return rc;
 	}
@@ -192,9 +290,12 @@ report_ledger(const char *state, const char *image, int form)
 		cli_printf("no bench records%s%s under %s/ledger\n", image ? " for " : "", image ? image : "", state);
 	else if (w.out.data)
 		cli_text(stdout, w.out.data, 1);
+	rc = write_html(html, w.sections, w.unbenched, EXIT_OK);
 	cJSON_Delete(w.all);
+	cJSON_Delete(w.sections);
+	cJSON_Delete(w.unbenched);
 	lm_buf_free(&w.out);
-	return EXIT_OK;
+	return rc;
 }
 
 int
@@ -204,14 +305,16 @@ cmd_report(int argc, char **argv)
 		{"workload", required_argument, NULL, 'w'}, {"csv", no_argument, NULL, 'c'},
 		{"markdown", no_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'},
 		{"min-samples", required_argument, NULL, 'n'}, {"ledger", no_argument, NULL, 'l'},
-		{"image", required_argument, NULL, 'i'}, {"state", required_argument, NULL, 's'}, {NULL, 0, NULL, 0},
+		{"image", required_argument, NULL, 'i'}, {"state", required_argument, NULL, 's'},
+		{"html", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
 	};
 	const char *files[3] = {NULL, NULL, NULL}, *names[3] = {"stock", "shim", "host"}, *workload = NULL, *image = NULL;
+	const char *html = NULL;
 	bench_arm arms[3];
 	char err[LM_ERRLEN], *end;
 	int c, form = FORM_TEXT, forms = 0, ledger = 0, rc = EXIT_OK, loaded = 0;
 	long min_samples = BENCH_MIN_SAMPLES;
-	cJSON *table = NULL;
+	cJSON *table = NULL, *sections = NULL;
 	lm_buf out = {0};
 	cli_conn conn;
 
@@ -224,6 +327,7 @@ cmd_report(int argc, char **argv)
 		case 'j': form = FORM_JSON, forms++; break;
 		case 'l': ledger = 1; break;
 		case 'i': image = optarg; break;
+		case 'H': html = optarg; break;
 		case 's': cli_conn_flag(&conn, 1007, optarg, "report"); break;
 		case 'n':
 			errno = 0;
@@ -241,7 +345,7 @@ cmd_report(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
 		if ((rc = cli_conn_ready(&conn, "report")) != EXIT_OK)
 			return rc;
-		return report_ledger(conn.state, image, form);
+		return report_ledger(conn.state, image, form, html);
 	}
 	if (image)
 		return cli_error(EXIT_USAGE, "report: --image goes with --ledger");
@@ -288,7 +392,8 @@ cmd_report(int argc, char **argv)
 		}
 		cli_text(stdout, out.data, 1);
 	}
-	rc = EXIT_OK;
+	if ((rc = write_html(html, sections = file_section(table, files), NULL, EXIT_OK)) != EXIT_OK)
+		goto done;
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(table, "shim_effective")))
 		rc = cli_error(EXIT_SOMEFAIL, "report: shim not effective: %s shows simdgroup matrix mul. = false "
 		    "(the stock path)", arms[1].stderr_path);
@@ -296,6 +401,7 @@ done:
 	for (int i = 0; i < loaded; i++)
 		bench_arm_free(&arms[i]);
 	cJSON_Delete(table);
+	cJSON_Delete(sections);
 	lm_buf_free(&out);
 	return rc;
 }

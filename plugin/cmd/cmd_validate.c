@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
+#include "cmd/render.h"
 
 /* Each arm's start and end on stderr, escaped: the stock arm takes about ten times as long. */
 static void
@@ -39,7 +40,7 @@ metal_line(char *out, size_t len, const cJSON *m)
 	const cJSON *mm = cJSON_GetObjectItemCaseSensitive(m, "simdgroup_matrix_mul");
 
 	if (!cJSON_IsObject(m))
-		snprintf(out, len, "no ggml_metal_device_init lines");
+		snprintf(out, len, "no ggml_metal_device_init (or ggml_metal_init) lines");
 	else
 		snprintf(out, len, "Apple family %d, simdgroup matrix mul. %s", cJSON_IsNumber(fam) ? fam->valueint : 0,
 		    cJSON_IsTrue(mm) ? "true" : cJSON_IsFalse(mm) ? "false" : "unknown");
@@ -137,17 +138,25 @@ cmd_validate(int argc, char **argv)
 		goto done;
 	{
 		guest_target *t = NULL;
+		int64_t t0 = lm_now_ms();
+		time_t wall = time(NULL);
 
 		/* Two llama-perplexity runs of a large model, the stock one on the slow kernels. */
 		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
 		validate_once(&res, t, &o, err);
 		guest_target_free(t);
+		fleet_stamp(res, t0);
+		if (conn.doc) {
+			lm_buf b = {0};
+
+			render_junit_vms(&b, "validate", &res, 1, wall);
+			render_put(&b);
+		} else if (conn.json)
+			cli_print_json(res);
+		else
+			print_text(res);
 	}
-	if (conn.json)
-		cli_print_json(res);
-	else
-		print_text(res);
 	{
 		const char *st = cJSON_GetObjectItemCaseSensitive(res, "state")->valuestring;
 

@@ -40,7 +40,10 @@
 	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
 	"      --json              machine-readable output: one JSON object per line (NDJSON),\n" \
 	"                          one per VM as it finishes, then {\"summary\": ...}\n" \
-	"      --format json|text  the same as --json, or text (the default), as Lume spells it\n" \
+	"      --format F          json (the same as --json) or text (the default), as Lume spells it;\n" \
+	"                          junit (deploy, status, rollback, validate, golden): one JUnit XML\n" \
+	"                          document at the end, a testcase per VM, for a CI's test report;\n" \
+	"                          openmetrics (status): the Prometheus/OpenMetrics text format\n" \
 	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
 	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
 
@@ -105,13 +108,15 @@ static const cli_command commands[] = {
 	    "                      here first; one lookup per image version (default: verdicts= of the\n"
 	    "                      config file, else local; docs/verdicts.md)\n"
 	    "  --confirm-timeout SEC  how long the guest waits, after the bootstrap, for the process\n"
-	    "                      launchd runs to have the shim active (1..3600; default: the config\n"
+	    "                      launchd runs to have the shim active and, for a workload with a\n"
+	    "                      readiness URL, to answer 200 there (1..3600; default: the config\n"
 	    "                      file's confirm-timeout, else the guest's LUME_METAL_CONFIRM_TIMEOUT,\n"
 	    "                      else 60)\n"
 	    "  --confirm-settle SEC   how long it then watches that process stay up (0..600; default:\n"
 	    "                      confirm-settle, else LUME_METAL_CONFIRM_SETTLE, else 5). Both must fit\n"
-	    "                      in --timeout. A workload that exits after its shim was active fails\n"
-	    "                      this VM alone; a shim that never shows active fails the image version.\n"
+	    "                      in --timeout. A workload that exits after its shim was active, or is\n"
+	    "                      never ready, fails this VM alone; a shim that never shows active\n"
+	    "                      fails the image version.\n"
 	    "\nStaged rollout (like Ansible's serial and max_fail_percentage):\n"
 	    "  --canary K          deploy to the first K VMs; go on only if all of them pass\n"
 	    "  --batch N|P%        then waves of N VMs (or P% of all); default one wave\n"
@@ -126,13 +131,15 @@ static const cli_command commands[] = {
 	    "first, as NAME, or as Lume's BASE_TAG, or BASE_TAG-2, -3, ... when a VM has that name): runs it (lume run, detached and without a display), waits for SSH,\n"
 	    "deploys the payload with full validation (as deploy --force), stamps\n"
 	    "~/Library/Application Support/lume-metal/image.json in the guest, stops it, pushes it\n"
-	    "(lume push, credentials from GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads the pushed\n"
-	    "manifest's digest from the registry, records one ledger record of kind golden under that\n"
-	    "digest, and deletes the build VM. A failed validation pushes nothing (its verdict is\n"
+	    "under a tag only this run knows, IMAGE:golden-HEX (lume push, credentials from\n"
+	    "GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads that manifest's digest from its bytes,\n"
+	    "points IMAGE:TAG and the additional tags at it and reads them back (another digest there:\n"
+	    "re-tagged by someone else, exit 1, nothing recorded), records one ledger record of kind\n"
+	    "golden under that digest, and deletes the build VM. A failed validation pushes nothing (its verdict is\n"
 	    "recorded under the base image); the build VM is then stopped and deleted, or kept with\n"
 	    "--keep. Progress per step on stderr; --json prints one object.\n\n"
 	    "  --registry R        as lume push (default ghcr.io); --organization O (default trycua)\n"
-	    "  --additional-tags T more tags for the same push (repeatable)\n"
+	    "  --additional-tags T more tags pointed at the pushed manifest (repeatable)\n"
 	    "  --pull-registry R, --pull-organization O   where --pull finds BASE:TAG\n"
 	    "  --build-vm NAME     the clone's name (default lume-metal-golden-PID)\n"
 	    "  --keep              keep the build VM (stopped) after the build\n"
@@ -145,12 +152,16 @@ static const cli_command commands[] = {
 	    "  --wait SECONDS      the wait for SSH (default 300)\n"
 	    PAYLOAD_FLAGS CONN_FLAGS, NULL},
 	{"status", cmd_status, "what is installed, service state, drift, ledger verdict",
-	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]\n\n"
+	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]"
+	    " [--textfile DIR]\n\n"
 	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
 	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
 	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n"
 	    "  --verdicts registry|local  as deploy's: with registry, a version this ledger has no verdict\n"
-	    "                      for is looked up in its image's registry (trusted-key), and recorded\n" ORDER_FLAGS CONN_FLAGS, NULL},
+	    "                      for is looked up in its image's registry (trusted-key), and recorded\n"
+	    "  --textfile DIR      also write the metrics (as --format openmetrics prints them) to\n"
+	    "                      DIR/lume-metal.prom for node_exporter's textfile collector: a temporary\n"
+	    "                      file in DIR renamed over it; stdout keeps its format\n" ORDER_FLAGS CONN_FLAGS, NULL},
 	{"rollback", cmd_rollback, "return one VM or the fleet to the previous release or to stock",
 	    "rollback VM... | --host user@addr[:port]... | --all [--to previous|none] [--image REF]\n"
 	    "         [--target T | --payload FILE | --no-probe]\n\n"
@@ -183,11 +194,12 @@ static const cli_command commands[] = {
 	    "  --dry-run         remove nothing: say what would go\n\n"
 	    "push signs this ledger's records of the image version IMAGE names (REGISTRY/REPO:TAG or\n"
 	    "REGISTRY/REPO@sha256:HEX) with signing-key= of the config file and attaches them in its\n"
-	    "registry as an OCI artifact (artifactType application/vnd.lume-metal.verdict.v1+json, a\n"
-	    "DSSE envelope over an in-toto Statement) whose subject is the image manifest; golden does it\n"
-	    "after a passing build. pull reads the verdicts attached to IMAGE, shows each as trusted,\n"
-	    "untrusted (naming its signer), unsigned or refused (why), and records the trusted ones here\n"
-	    "(\"source\":\"registry\", \"signer\", \"artifact\"); only those are ever used by a gate.\n"
+	    "registry as a Sigstore bundle (artifactType application/vnd.dev.sigstore.bundle.v0.3+json,\n"
+	    "a DSSE envelope over an in-toto Statement, as cosign verify-attestation finds them) whose\n"
+	    "subject is the image manifest; golden does it after a passing build. pull reads the verdicts\n"
+	    "attached to IMAGE (bundles, and the plain envelopes of earlier versions), shows each as\n"
+	    "trusted, untrusted (naming its signer), unsigned or refused (why), and records the trusted\n"
+	    "ones here, marked \"imported\"; only those are ever used by a gate.\n"
 	    "Exit 0 with a trusted verdict, 3 with none trusted, 1 with none attached (docs/verdicts.md).\n", NULL},
 	{"key", cmd_key, "make the Ed25519 key pair that signs verdicts",
 	    "key generate [PATH] [--json]\n\n"
@@ -196,11 +208,13 @@ static const cli_command commands[] = {
 	    "public key (PEM SubjectPublicKeyInfo); `openssl pkey` reads both. Neither file may exist: a\n"
 	    "key is never overwritten, and a symlink in its place is refused. Default PATH:\n"
 	    "$XDG_CONFIG_HOME/lume-metal/verdict-key (~/.config/lume-metal/verdict-key). Prints the key's\n"
-	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by.\n"
+	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by,\n"
+	    "and its fingerprint (SHA256:..., as ssh-keygen -l prints it: its signatures' keyid). An ECDSA\n"
+	    "P-256 key (a PKCS#8 file of openssl genpkey; a cosign.pub to trust) is used as it is.\n"
 	    "Name the private key as signing-key= in the config file of the controller that signs (a CI\n"
 	    "runner), and the public one as trusted-key= on every controller that deploys on its verdicts\n"
 	    "(docs/verdicts.md).\n\n"
-	    "  --json   one object: {\"private\", \"public\", \"keyid\"}\n", NULL},
+	    "  --json   one object: {\"private\", \"public\", \"keyid\", \"fingerprint\"}\n", NULL},
 	{"inventory", cmd_inventory, "the --hosts file as an Ansible dynamic inventory",
 	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
 	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"
@@ -245,14 +259,17 @@ static const cli_command commands[] = {
 	    "  1. stock: llama-perplexity -m M -f TEXT -c 512 --chunks N (saves its logits)\n"
 	    "  2. shim:  run-with-shim llama-perplexity -m M -c 512 (compares with them)\n"
 	    "  both with --kl-divergence-base B; the shim arm adds --kl-divergence;\n"
-	    "and reads Mean PPL(Q)/PPL(base), Mean KLD, 99.9% KLD and Same top p, and each arm's\n"
-	    "ggml_metal_device_init lines. Pass: both arms exit 0, the shim arm took the simdgroup paths and\n"
+	    "and reads Mean PPL(Q)/PPL(base), Mean KLD, 99.9% KLD and Same top p, each arm's\n"
+	    "ggml_metal_device_init lines (ggml_metal_init before about b6500) and its own error lines:\n"
+	    "llama-perplexity exits 0 after them (\"you need at least N tokens\": the text must hold 2 x\n"
+	    "context tokens; one under 2 x context bytes is refused before anything runs).\n"
+	    "Pass: both arms exit 0 without an error line, the shim arm took the simdgroup paths and\n"
 	    "the stock arm did not, mean KLD <= 0.01, same top token >= 97%, PPL ratio within 0.01 of 1\n"
 	    "(the workload manifest's \"validation\" object sets them). A pass or a fail is recorded per\n"
 	    "image version (kind validate: figures, model, text and llama.cpp build); a workload with\n"
 	    "\"requireValidation\" deploys only to a version whose last validate record passed. Exit 0\n"
 	    "validated, 1 validation failed or could not run, 2 bad input (no model or llama-perplexity in\n"
-	    "the guest). Progress per arm goes to stderr.\n\n"
+	    "the guest, a text too short). Progress per arm goes to stderr.\n\n"
 	    "With --hosts FILE: every VM the hosts list (VM names filter them), as deploy reaches them.\n"
 	    "One VM of each image version runs the two arms and records the verdict once; a version is\n"
 	    "the image digest and the Mac's chip, model and build, so Macs that differ validate apart.\n"
@@ -275,11 +292,13 @@ static const cli_command commands[] = {
 	    "                          kernels, about ten times the shim arm's time\n"
 	    PAYLOAD_FLAGS ORDER_FLAGS CONN_FLAGS, NULL},
 	{"report", cmd_report, "the evidence table from llama-bench JSON or the ledger",
-	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]\n"
-	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json]\n\n"
+	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]"
+	    " [--html FILE]\n"
+	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json] [--html FILE]\n\n"
 	    "Compares llama-bench -o json runs test by test (pp<n_prompt>, tg<n_gen>) on the medians of\n"
 	    "samples_ts, with min and max: guest_ratio = shim/stock, shim_to_host_percent = 100*shim/host.\n"
-	    "FILE.stderr beside each FILE.json is read for what ggml_metal_device_init chose (GPU name,\n"
+	    "FILE.stderr beside each FILE.json is read for what ggml_metal_device_init (or, before about\n"
+	    "b6500, ggml_metal_init) chose (GPU name,\n"
 	    "highest Apple family, simdgroup reduction and matrix mul., bfloat, residency sets); a shim\n"
 	    "arm on the stock path (simdgroup matrix mul. = false) is reported as \"shim not effective\",\n"
 	    "exit 1. Input that does not parse, a row both pp and tg, no pp or no tg test, a bad or empty\n"
@@ -291,7 +310,10 @@ static const cli_command commands[] = {
 	    "  --min-samples N   samples each test needs (default 3)\n"
 	    "  --ledger          every ledger record of kind bench, per image version side by side\n"
 	    "  --image REF       with --ledger: that image only\n"
-	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n", NULL},
+	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n"
+	    "  --html FILE       also write the evidence as one HTML page: per image version and Mac, bars of\n"
+	    "                    stock, shim and bare metal per test, the speedup, the validation against\n"
+	    "                    its thresholds, the verdict; inline CSS and SVG, no script, nothing fetched\n", NULL},
 	{"config", cmd_config, "the settings in force and where each one comes from",
 	    "config [--host ALIAS] [--format json|text] [SETTING FLAGS]\n\n"
 	    "Prints each setting the config file may hold, its value in force and its source: flag,\n"
@@ -303,7 +325,8 @@ static const cli_command commands[] = {
 	    "user, identity, password-file, known-hosts, state, parallel (1-1024), lume, registry and\n"
 	    "organization (golden's), verdicts (local or registry: deploy's and status's --verdicts),\n"
 	    "signing-key (the private key golden and ledger push sign verdicts with), trusted-key\n"
-	    "(public key files, comma-separated: whose verdicts a gate uses; docs/verdicts.md),\n"
+	    "(public key files, comma-separated: whose verdicts a gate uses; every key of a file, at most\n"
+	    "32, nothing else in it, and no file or folder up to $HOME others may write; docs/verdicts.md),\n"
 	    "confirm-timeout (1-3600) and confirm-settle (0-600; deploy's), ledger-keep (1-1000000:\n"
 	    "each record a run appends keeps what `ledger prune --keep N` would, for its VM; unset: all).\n"
 	    "A bad line (an unknown key, no =, a bad number, a key twice) stops\n"
@@ -348,10 +371,12 @@ static const struct {
 	{"deploy", "  lume-metal deploy tahoe-1 --accept-new --validate-workload --model ~/m.gguf\n"
 	    "  lume-metal deploy --all --dry-run\n"
 	    "  lume-metal deploy --hosts macs.txt --canary 1 --batch 25% --max-fail 5% --rollback-on-fail\n"
-	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"},
+	    "  lume-metal deploy --all --json | jq -c 'select(.state != \"unchanged\")'\n"
+	    "  lume-metal deploy --hosts macs.txt --format junit > deploy-report.xml\n"},
 	{"status", "  lume-metal status tahoe-1\n"
 	    "  lume-metal status --hosts macs.txt --format json\n"
-	    "  lume-metal status --all --order input > before.txt\n"},
+	    "  lume-metal status --all --order input > before.txt\n"
+	    "  lume-metal status --all --textfile /var/lib/prometheus/node-exporter\n"},
 	{"rollback", "  lume-metal rollback tahoe-1\n"
 	    "  lume-metal rollback --all --to none --no-probe\n"},
 	{"ledger", "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
@@ -375,7 +400,8 @@ static const struct {
 	{"config", "  lume-metal config\n"
 	    "  lume-metal config --host tahoe-1 --format json\n"},
 	{"report", "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
-	    "  lume-metal report --ledger --csv\n"},
+	    "  lume-metal report --ledger --csv\n"
+	    "  lume-metal report --ledger --html evidence.html\n"},
 };
 
 /* The hanging indentation of a line: under the description column of a flag row ("  --flag ARG

@@ -336,13 +336,24 @@ tri(const char *v)
 static void
 stderr_line(bench_metal *m, char *line)
 {
-	static const char tag[] = "ggml_metal_device_init:";
-	char *p = strstr(line, tag), *eq, *key, *val;
+	static const char *const tags[] = {BENCH_METAL_TAG, BENCH_METAL_TAG_OLD};
+	char *p = NULL, *eq, *key, *val;
+	size_t i;
 
+	for (i = 0; i < 2 && p == NULL; i++) {
+		size_t n = strlen(tags[i]);
+
+		if ((p = strstr(line, tags[i])) != NULL && p[n] == ':')
+			p += n + 1;
+		else
+			p = NULL;
+	}
 	if (p == NULL)
 		return;
 	m->seen = 1;
-	p = trim(p + sizeof tag - 1);
+	if (m->tag == NULL)
+		m->tag = tags[i - 1];
+	p = trim(p);
 	if (strncmp(p, "GPU name:", 9) == 0) {
 		char *open, *close;
 
@@ -831,7 +842,8 @@ render_text(lm_buf *b, const cJSON *t)
 	else if (cJSON_IsTrue(eff))
 		rc |= lm_buf_addf(b, "\nshim effective: the shim arm took the simdgroup matrix path\n");
 	else
-		rc |= lm_buf_addf(b, "\nshim effect unknown: no ggml_metal_device_init lines for the shim arm\n");
+		rc |= lm_buf_addf(b, "\nshim effect unknown: no " BENCH_METAL_TAG " (or, before about b6500, "
+		    BENCH_METAL_TAG_OLD ") lines for the shim arm\n");
 	return rc;
 }
 

@@ -38,10 +38,18 @@
 /* true, false, or not printed. */
 typedef enum { BENCH_UNKNOWN = -1, BENCH_NO = 0, BENCH_YES = 1 } bench_tri;
 
-/* What ggml_metal_device_init printed on stderr. */
+/* The function that prints llama.cpp's Metal device lines: ggml_metal_device_init since the
+ * backend's split into a device part (PR 15995, mid-September 2025, about b6500); builds before
+ * it print the same lines from BENCH_METAL_TAG_OLD. */
+#define BENCH_METAL_TAG "ggml_metal_device_init"
+#define BENCH_METAL_TAG_OLD "ggml_metal_init"
+
+/* What ggml_metal_device_init (or an older build's ggml_metal_init) printed on stderr. */
 typedef struct {
-	int seen;               /* any ggml_metal_device_init: line */
-	char gpu_name[128];     /* "Apple Paravirtual device" from "GPU name:   MTL0 (...)", or "" */
+	int seen;               /* any ggml_metal_device_init: or ggml_metal_init: line */
+	const char *tag;        /* BENCH_METAL_TAG or BENCH_METAL_TAG_OLD, the first seen; NULL */
+	char gpu_name[128];     /* "Apple Paravirtual device" from "GPU name:   MTL0 (...)" or an
+	                         * older build's "GPU name:   Apple Paravirtual device", or "" */
 	int apple_family;       /* the highest MTLGPUFamilyAppleN printed (1005), 0 when none */
 	bench_tri simdgroup_reduction, simdgroup_mm, has_bfloat, residency_sets;
 } bench_metal;
@@ -72,7 +80,8 @@ typedef struct {
  * ignored. On failure *out is left empty (safe to free). */
 int bench_parse_json(bench_arm *out, const char *text, size_t len, const char *name, int min_samples, char *err);
 
-/* Parses llama-bench's stderr; never fails, unknown lines are skipped. */
+/* Parses llama-bench's (or llama-perplexity's) stderr, the Metal device lines of either format;
+ * never fails, unknown lines are skipped. */
 void bench_parse_stderr(bench_metal *out, const char *text);
 
 /* Reads path with bench_parse_json and, when path ends in ".json" and the same name ending in

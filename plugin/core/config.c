@@ -23,11 +23,18 @@ struct config {
 	int line[NKEYS];
 };
 
-/* A key whose value is a path: "~/" is $HOME/ there, as a shell would make it on a flag. */
+/* Whether key's value is a path, where "~/" is $HOME/ as a shell would make it on a flag: 1, or
+ * 2 for trusted-key, a comma-separated list of them. By name: the key list may grow. */
 static int
-path_key(size_t k)
+path_key(const char *key)
 {
-	return k == 1 || k == 2 || k == 3 || k == 4 || k == 6 || k == 11 || k == 15;
+	static const char *const paths[] = {"identity", "password-file", "known-hosts", "state", "lume", "signing-key",
+	    "registry-auth"};
+
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		if (strcmp(key, paths[i]) == 0)
+			return 1;
+	return strcmp(key, "trusted-key") == 0 ? 2 : 0;
 }
 
 static size_t
@@ -140,19 +147,10 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 	    !(vn == 8 && memcmp(v, "registry", 8) == 0))
 		return lm_err(err, LM_EINPUT, "%s:%d: verdicts: '%.*s' is neither local nor registry", c->path, line,
 		    (int)(vn > 64 ? 64 : vn), v);
-	if (path_key(k) && vn >= 2 && v[0] == '~' && v[1] == '/') {
-		const char *home = getenv("HOME");
-		size_t hn = home ? strlen(home) : 0;
-
-		if (hn == 0)
-			return lm_err(err, LM_EINPUT, "%s:%d: %s: ~/ with no HOME set", c->path, line, config_keys[k]);
-		if ((val = malloc(hn + vn)) != NULL) {
-			memcpy(val, home, hn);
-			memcpy(val + hn, v + 1, vn - 1);
-			val[hn + vn - 1] = '\0';
-		}
-	} else
+	if (!path_key(config_keys[k]))
 		val = strndup(v, vn);
+	else if (lm_home_expand(&val, v, vn, path_key(config_keys[k]) == 2) == LM_EINPUT)
+		return lm_err(err, LM_EINPUT, "%s:%d: %s: ~/ with no HOME set", c->path, line, config_keys[k]);
 	if (val == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	c->value[k] = val;

@@ -2,8 +2,7 @@
  * ~/.config/lume-metal/config). One KEY=VALUE a line; blanks around KEY and VALUE are dropped;
  * empty lines and lines whose first non-blank is '#' are skipped. The keys are config_keys;
  * a value that begins with "~/" in a path key (identity, password-file, known-hosts, state, lume,
- * signing-key; each of trusted-key's comma-separated files, verdict.h)
- * has it replaced by $HOME/. What the file says applies where no flag said it (the CLI's part);
+ * signing-key; each of trusted-key's comma-separated files) has it replaced by $HOME/. What the file says applies where no flag said it (the CLI's part);
  * the OpenSSH configuration and the built-in defaults come after it. Never prints. */
 #ifndef LM_CONFIG_H
 #define LM_CONFIG_H

@@ -391,6 +391,8 @@ ledger_record_problem(const cJSON *rec, char why[160])
 		return "\"stock\" or \"shimmed\" is neither an object nor null";
 	if ((v = get(rec, "hashes")) != NULL && !cJSON_IsObject(v))
 		return "\"hashes\" is not an object";
+	if ((v = get(rec, "readyMs")) != NULL && (!cJSON_IsNumber(v) || v->valuedouble < 0))
+		return "\"readyMs\" is not a number of milliseconds";
 	if ((v = get(rec, "cause")) != NULL && (!cJSON_IsString(v) || (strcmp(v->valuestring, "image") != 0 &&
 	    (strcmp(v->valuestring, "workload") != 0 || strcmp(kind, "deploy") != 0 || strcmp(verdict, "fail") != 0))))
 		return "\"cause\" is not \"image\", or \"workload\" in a failing deploy record";

@@ -248,6 +248,7 @@ collect(pfiles *fs, const payload_build_opts *o, const target *t, const manifest
     const manifest_workload *w, char *err)
 {
 	lm_buf b = {0};
+	const cJSON *ready;
 	char *data;
 	size_t len;
 	int rc;
@@ -266,11 +267,14 @@ collect(pfiles *fs, const payload_build_opts *o, const target *t, const manifest
 	if ((rc = lm_read_file(&data, &len, w->path, 1 << 20, err)) != LM_OK ||
 	    (rc = pfiles_add(fs, "workload.json", 0644, data, len, err)) != LM_OK)
 		return rc;
-	if (!env_safe(w->label) || !env_safe(p->id) || !env_safe(w->id))
-		return lm_err(err, LM_EINPUT, "%s: label or id has a character payload.env cannot hold", w->path);
+	ready = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w->json, "readiness"), "url");
+	if (!env_safe(w->label) || !env_safe(p->id) || !env_safe(w->id) || (ready && !env_safe(ready->valuestring)))
+		return lm_err(err, LM_EINPUT, "%s: label, id or readiness.url has a character payload.env cannot hold", w->path);
+	/* install.sh waits for the readiness URL to answer 200 (LUME_METAL_READY_URL). */
 	if (lm_buf_addf(&b, "LUME_METAL_LABEL=%s\nLUME_METAL_TARGET=%s\nLUME_METAL_PROFILE=%s\n"
 	    "LUME_METAL_WORKLOAD=%s\nLUME_METAL_PAYLOAD_VERSION=%s\n", w->label, t->name, p->id, w->id,
-	    LM_VERSION) != 0 || (rc = add_buf(fs, "payload.env", &b, err)) != LM_OK)
+	    LM_VERSION) != 0 || (ready && lm_buf_addf(&b, "LUME_METAL_READY_URL=%s\n", ready->valuestring) != 0) ||
+	    (rc = add_buf(fs, "payload.env", &b, err)) != LM_OK)
 		goto done;
 	if ((rc = agent_render_shim_env(&b, p, &t->agent, err)) != LM_OK ||
 	    (rc = add_buf(fs, "shim.env", &b, err)) != LM_OK)

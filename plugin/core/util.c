@@ -337,6 +337,60 @@ lm_is_sha256(const char *s)
 	return s[64] == '\0';
 }
 
+char *
+lm_base64(const void *data, size_t len, int pad)
+{
+	char *out = len <= (size_t)INT_MAX / 2 ? malloc(4 * ((len + 2) / 3) + 1) : NULL;
+	int n;
+
+	if (out == NULL)
+		return NULL;
+	n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	while (!pad && n > 0 && out[n - 1] == '=')
+		out[--n] = '\0';
+	return out;
+}
+
+int
+lm_unbase64(unsigned char **out, size_t *len, const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	unsigned char *d;
+
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	if (strlen(s) - n > 2 || n % 4 == 1 || (d = malloc(n * 3 / 4 + 1)) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i], v;
+
+		if (c >= 'A' && c <= 'Z')
+			v = c - 'A';
+		else if (c >= 'a' && c <= 'z')
+			v = c - 'a' + 26;
+		else if (c >= '0' && c <= '9')
+			v = c - '0' + 52;
+		else if (c == '+' || c == '-')
+			v = 62;
+		else if (c == '/' || c == '_')
+			v = 63;
+		else {
+			free(d);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			d[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	*out = d;
+	*len = o;
+	return 0;
+}
+
 int
 lm_buf_add(lm_buf *b, const void *data, size_t len)
 {
@@ -387,6 +441,42 @@ lm_buf_free(lm_buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int
+lm_home_expand(char **out, const char *v, size_t n, int list)
+{
+	const char *home = getenv("HOME");
+	lm_buf b = {0};
+	size_t i = 0;
+	int rc = lm_buf_add(&b, "", 0) == 0 ? LM_OK : LM_EFAIL;
+
+	*out = NULL;
+	while (rc == LM_OK) {
+		const char *comma = list ? memchr(v + i, ',', n - i) : NULL;
+		size_t e = comma ? (size_t)(comma - v) : n, a = i;
+
+		while (list && a < e && (v[a] == ' ' || v[a] == '\t'))
+			a++;
+		if (e - a >= 2 && v[a] == '~' && v[a + 1] == '/') {
+			if (home == NULL || *home == '\0')
+				rc = LM_EINPUT;
+			else if (lm_buf_add(&b, v + i, a - i) != 0 || lm_buf_add(&b, home, strlen(home)) != 0 ||
+			    lm_buf_add(&b, v + a + 1, e - a - 1) != 0)
+				rc = LM_EFAIL;
+		} else if (lm_buf_add(&b, v + i, e - i) != 0)
+			rc = LM_EFAIL;
+		if (rc != LM_OK || comma == NULL)
+			break;
+		if (lm_buf_add(&b, ",", 1) != 0)
+			rc = LM_EFAIL;
+		i = e + 1;
+	}
+	if (rc != LM_OK)
+		lm_buf_free(&b);
+	else
+		*out = b.data;
+	return rc;
 }
 
 int

@@ -42,6 +42,12 @@ int lm_tmp_beside(char **tmp, const char *path, char *err);
  * directory. Closes fd and unlinks tmp on failure. */
 int lm_commit_tmp(int fd, const char *tmp, const char *path, char *err);
 
+/* v[0..n) into *out (caller frees; NUL-terminated) with a leading "~/" as $HOME/: a shell expands
+ * ~ only at a word's start, so a config file's value and a flag's --state=~/x reach us as typed.
+ * list: v is comma-separated and each item's "~/", after its blanks, is expanded. LM_EINPUT when
+ * a "~/" is there and HOME is unset or empty, LM_EFAIL out of memory; *out NULL then. */
+int lm_home_expand(char **out, const char *v, size_t n, int list);
+
 /* mkdir -p with mode 0700 for what it creates. */
 int lm_mkdirs(const char *path, char *err);
 
@@ -86,6 +92,13 @@ size_t lm_edits(const char *a, size_t la, const char *b);
 /* s with each byte outside printable ASCII shown as '?', cut to fit out (len bytes, ending in
  * "..."); "?" for NULL: untrusted text fit for a message. Returns out. */
 char *lm_printable(char *out, size_t len, const char *s);
+
+/* Standard base64 of data (padded with '=' when pad), NUL-terminated; caller frees. NULL when
+ * out of memory. */
+char *lm_base64(const void *data, size_t len, int pad);
+/* Decodes base64 (standard or URL-safe, padding optional) into *out (caller frees), *len bytes.
+ * -1 on anything else, or out of memory. */
+int lm_unbase64(unsigned char **out, size_t *len, const char *s);
 
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);

@@ -1,325 +1,19 @@
 /* verdict: see verdict.h. */
 #include "core/verdict.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include "core/ledger.h"
 
-struct verdict_key {
-	EVP_PKEY *pkey;
-	int priv;
-	char id[VERDICT_KEYID_LEN + 1];
-};
-
-/* The id of pkey: "sha256:" + hex SHA-256 of its raw public key. */
-static int
-key_id(char out[VERDICT_KEYID_LEN + 1], EVP_PKEY *pkey)
-{
-	unsigned char raw[32];
-	size_t n = sizeof raw;
-
-	if (EVP_PKEY_get_raw_public_key(pkey, raw, &n) != 1 || n != sizeof raw)
-		return -1;
-	memcpy(out, "sha256:", 7);
-	lm_sha256_hex(out + 7, raw, n);
-	return 0;
-}
-
-void
-verdict_key_free(verdict_key *k)
-{
-	if (k == NULL)
-		return;
-	EVP_PKEY_free(k->pkey);
-	free(k);
-}
-
-const char *
-verdict_key_id(const verdict_key *k)
-{
-	return k->id;
-}
-
-/* Writes len bytes of data to a new file path (O_EXCL|O_NOFOLLOW, mode), fsynced. */
-static int
-write_new(const char *path, const void *data, size_t len, mode_t mode, char *err)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	const char *p = data;
-
-	if (fd < 0)
-		return lm_err(err, errno == EEXIST ? LM_EINPUT : LM_EFAIL, "%s: %s%s", path, strerror(errno),
-		    errno == EEXIST ? " (a key is never overwritten: choose another PATH, or remove it first)" : "");
-	if (fchmod(fd, mode) != 0)
-		goto fail;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto fail;
-		p += w, len -= (size_t)w;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	return LM_OK;
-fail:
-	lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
-	return LM_EFAIL;
-}
-
-/* The PEM text of pkey's private (priv) or public half into *out (caller wipes and frees). */
-static int
-pem_of(char **out, size_t *len, EVP_PKEY *pkey, int priv)
-{
-	BIO *b = BIO_new(BIO_s_mem());
-	char *p;
-	long n;
-	int ok;
-
-	*out = NULL;
-	if (b == NULL)
-		return -1;
-	ok = priv ? PEM_write_bio_PrivateKey(b, pkey, NULL, NULL, 0, NULL, NULL) : PEM_write_bio_PUBKEY(b, pkey);
-	if (ok == 1 && (n = BIO_get_mem_data(b, &p)) > 0 && (*out = malloc((size_t)n)) != NULL) {
-		memcpy(*out, p, (size_t)n);
-		*len = (size_t)n;
-		lm_wipe(p, (size_t)n);
-	}
-	BIO_free(b);
-	return *out ? 0 : -1;
-}
-
-int
-verdict_key_generate(char keyid[VERDICT_KEYID_LEN + 1], const char *path, char *err)
-{
-	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
-	EVP_PKEY *pkey = NULL;
-	char pub[4096], *priv_pem = NULL, *pub_pem = NULL;
-	size_t priv_len = 0, pub_len = 0;
-	struct stat st;
-	int rc;
-
-	keyid[0] = '\0';
-	if (lm_fmt(pub, sizeof pub, "%s.pub", path) != 0) {
-		rc = lm_err(err, LM_EINPUT, "%s: path too long", path);
-		goto done;
-	}
-	/* Both names are checked before either is written: nothing half-done. */
-	if (lstat(path, &st) == 0 || lstat(pub, &st) == 0) {
-		rc = lm_err(err, LM_EINPUT, "%s exists: a key is never overwritten (choose another PATH, or remove it "
-		    "first)", lstat(path, &st) == 0 ? path : pub);
-		goto done;
-	}
-	if (ctx == NULL || EVP_PKEY_keygen_init(ctx) != 1 || EVP_PKEY_keygen(ctx, &pkey) != 1 ||
-	    key_id(keyid, pkey) != 0 || pem_of(&priv_pem, &priv_len, pkey, 1) != 0 ||
-	    pem_of(&pub_pem, &pub_len, pkey, 0) != 0) {
-		rc = lm_err(err, LM_EFAIL, "libcrypto could not make an Ed25519 key");
-		goto done;
-	}
-	if ((rc = write_new(path, priv_pem, priv_len, 0600, err)) != LM_OK)
-		goto done;
-	if ((rc = write_new(pub, pub_pem, pub_len, 0644, err)) != LM_OK)
-		unlink(path);
-done:
-	if (priv_pem != NULL)
-		lm_wipe(priv_pem, priv_len);
-	free(priv_pem);
-	free(pub_pem);
-	EVP_PKEY_free(pkey);
-	EVP_PKEY_CTX_free(ctx);
-	if (rc != LM_OK)
-		keyid[0] = '\0';
-	return rc;
-}
-
-/* No passphrase: a key that asks for one is refused, never prompted for. */
-static int
-no_pass(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf, (void)size, (void)rwflag, (void)u;
-	return -1;
-}
-
-int
-verdict_key_load(verdict_key **out, const char *path, int priv, char *err)
-{
-	char *text = NULL;
-	size_t len = 0;
-	struct stat st;
-	BIO *b = NULL;
-	EVP_PKEY *pkey = NULL;
-	verdict_key *k = NULL;
-	int rc;
-
-	*out = NULL;
-	if ((rc = lm_read_file(&text, &len, path, VERDICT_KEYFILE_MAX, err)) != LM_OK)
-		return LM_EINPUT;
-	if (priv && (stat(path, &st) != 0 || (st.st_mode & 077) != 0)) {
-		rc = lm_err(err, LM_EINPUT, "%s: a private key others can read is refused (chmod 600 it)", path);
-		goto done;
-	}
-	if ((b = BIO_new_mem_buf(text, (int)len)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	if (strstr(text, "PRIVATE KEY-----") != NULL)
-		pkey = PEM_read_bio_PrivateKey(b, NULL, no_pass, NULL);
-	else if (!priv)
-		pkey = PEM_read_bio_PUBKEY(b, NULL, no_pass, NULL);
-	if (pkey == NULL) {
-		rc = lm_err(err, LM_EINPUT, "%s: not a PEM %s (want the files `lume-metal key generate` writes%s)", path,
-		    priv ? "private key" : "public key", priv ? ", without a passphrase" : "");
-		goto done;
-	}
-	if (EVP_PKEY_get_base_id(pkey) != EVP_PKEY_ED25519) {
-		rc = lm_err(err, LM_EINPUT, "%s: not an Ed25519 key", path);
-		goto done;
-	}
-	if ((k = calloc(1, sizeof *k)) == NULL || key_id(k->id, pkey) != 0) {
-		rc = lm_err(err, LM_EFAIL, "%s: cannot read its public key", path);
-		goto done;
-	}
-	k->pkey = pkey;
-	k->priv = priv;
-	pkey = NULL;
-	*out = k;
-	k = NULL;
-	rc = LM_OK;
-done:
-	BIO_free(b);
-	EVP_PKEY_free(pkey);
-	free(k);
-	if (text != NULL)
-		lm_wipe(text, len);
-	free(text);
-	return rc;
-}
-
-int
-verdict_trust_load(verdict_trust *out, const char *list, char *err)
-{
-	const char *p = list ? list : "", *home = getenv("HOME");
-	char path[4096];
-	int rc = LM_OK;
-
-	memset(out, 0, sizeof *out);
-	while (*p) {
-		size_t n = strcspn(p, ","), a = 0, b = n;
-
-		while (a < b && (p[a] == ' ' || p[a] == '\t'))
-			a++;
-		while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t'))
-			b--;
-		if (b > a) {
-			int fit = b - a >= 2 && p[a] == '~' && p[a + 1] == '/'
-			    ? home != NULL && lm_fmt(path, sizeof path, "%s%.*s", home, (int)(b - a - 1), p + a + 1) == 0
-			    : lm_fmt(path, sizeof path, "%.*s", (int)(b - a), p + a) == 0;
-			verdict_key *k = NULL;
-
-			if (!fit)
-				rc = lm_err(err, LM_EINPUT, "trusted-key: a path too long, or ~/ with no HOME");
-			else if (out->n == VERDICT_TRUST_MAX)
-				rc = lm_err(err, LM_EINPUT, "trusted-key: more than %d keys", VERDICT_TRUST_MAX);
-			else if ((rc = verdict_key_load(&k, path, 0, err)) == LM_OK)
-				out->keys[out->n++] = k;
-			if (rc != LM_OK) {
-				verdict_trust_clear(out);
-				return rc;
-			}
-		}
-		p += n + (p[n] == ',');
-	}
-	return LM_OK;
-}
-
-void
-verdict_trust_clear(verdict_trust *t)
-{
-	if (t == NULL)
-		return;
-	for (size_t i = 0; i < t->n; i++)
-		verdict_key_free(t->keys[i]);
-	t->n = 0;
-}
 
 int
 verdict_pae(lm_buf *out, const char *type, const void *body, size_t len)
 {
 	if (lm_buf_addf(out, "DSSEv1 %zu %s %zu ", strlen(type), type, len) != 0 || lm_buf_add(out, body, len) != 0)
 		return -1;
-	return 0;
-}
-
-/* Standard base64 of data (caller frees). */
-static char *
-b64_encode(const void *data, size_t len)
-{
-	char *out = malloc(4 * ((len + 2) / 3) + 1);
-
-	if (out != NULL)
-		EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	return out;
-}
-
-/* Decodes base64 (standard or URL-safe, padding optional) into *out (caller frees), *len
- * bytes. -1 on anything else. */
-static int
-b64_decode(unsigned char **out, size_t *len, const char *s)
-{
-	size_t n = strlen(s), o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	unsigned char *d;
-
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	if (strlen(s) - n > 2 || n % 4 == 1 || (d = malloc(n * 3 / 4 + 1)) == NULL)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)s[i], v;
-
-		if (c >= 'A' && c <= 'Z')
-			v = c - 'A';
-		else if (c >= 'a' && c <= 'z')
-			v = c - 'a' + 26;
-		else if (c >= '0' && c <= '9')
-			v = c - '0' + 52;
-		else if (c == '+' || c == '-')
-			v = 62;
-		else if (c == '/' || c == '_')
-			v = 63;
-		else {
-			free(d);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			d[o++] = (unsigned char)(acc >> bits);
-		}
-	}
-	*out = d;
-	*len = o;
 	return 0;
 }
 
@@ -353,56 +47,91 @@ verdict_statement(const char *name, const char *digest, const char *reference, c
 	return s;
 }
 
+/* The envelope of statement signed by k, as a JSON object into *env (caller frees). */
+static int
+envelope_of(cJSON **env, const cJSON *statement, const verdict_key *k, char *err)
+{
+	char *payload = cJSON_PrintUnformatted(statement), *p64 = NULL, *s64 = NULL;
+	unsigned char *sig = NULL;
+	size_t siglen = 0;
+	lm_buf pae = {0};
+	cJSON *one;
+	int rc = LM_OK;
+
+	*env = NULL;
+	if (payload == NULL || verdict_pae(&pae, VERDICT_PAYLOAD_TYPE, payload, strlen(payload)) != 0)
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+	else if ((rc = verdict_key_sign_raw(&sig, &siglen, k, pae.data, pae.len, err)) != LM_OK)
+		;
+	else if ((p64 = lm_base64(payload, strlen(payload), 1)) == NULL || (s64 = lm_base64(sig, siglen, 1)) == NULL ||
+	    (*env = cJSON_CreateObject()) == NULL)
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+	else {
+		cJSON_AddStringToObject(*env, "payloadType", VERDICT_PAYLOAD_TYPE);
+		cJSON_AddStringToObject(*env, "payload", p64);
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(*env, "signatures"), one = cJSON_CreateObject());
+		/* The keyid is a hint (DSSE): the key's OpenSSH fingerprint, the id go-securesystemslib (and so
+		 * sigstore-go and cosign) computes for a key, and skips a signature when they differ. */
+		cJSON_AddStringToObject(one, "keyid", verdict_key_fingerprint(k));
+		cJSON_AddStringToObject(one, "sig", s64);
+	}
+	lm_buf_free(&pae);
+	free(payload);
+	free(sig);
+	free(p64);
+	free(s64);
+	return rc;
+}
+
+/* obj as compact JSON into *out (caller frees), *len bytes, at most VERDICT_ENVELOPE_MAX. */
+static int
+print_bounded(char **out, size_t *len, const cJSON *obj, const char *what, char *err)
+{
+	if ((*out = cJSON_PrintUnformatted(obj)) == NULL)
+		return lm_err(err, LM_EFAIL, "out of memory");
+	if ((*len = strlen(*out)) > VERDICT_ENVELOPE_MAX) {
+		free(*out);
+		*out = NULL;
+		return lm_err(err, LM_EINPUT, "the signed verdict's %s is larger than %u bytes", what, VERDICT_ENVELOPE_MAX);
+	}
+	return LM_OK;
+}
+
 int
 verdict_sign(char **out, size_t *len, const cJSON *statement, const verdict_key *k, char *err)
 {
-	char *payload = cJSON_PrintUnformatted(statement), *p64 = NULL, *s64 = NULL;
-	lm_buf pae = {0};
-	unsigned char sig[64];
-	size_t siglen = sizeof sig;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	cJSON *env = NULL, *sigs, *one;
-	int rc = LM_OK;
+	cJSON *env;
+	int rc = envelope_of(&env, statement, k, err);
 
 	*out = NULL;
-	if (!k->priv) {
-		rc = lm_err(err, LM_EINPUT, "a public key cannot sign");
-		goto done;
-	}
-	if (payload == NULL || md == NULL || verdict_pae(&pae, VERDICT_PAYLOAD_TYPE, payload, strlen(payload)) != 0) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	if (EVP_DigestSignInit(md, NULL, NULL, NULL, k->pkey) != 1 ||
-	    EVP_DigestSign(md, sig, &siglen, (const unsigned char *)pae.data, pae.len) != 1 || siglen != sizeof sig) {
-		rc = lm_err(err, LM_EFAIL, "libcrypto could not sign with the Ed25519 key");
-		goto done;
-	}
-	if ((p64 = b64_encode(payload, strlen(payload))) == NULL || (s64 = b64_encode(sig, siglen)) == NULL ||
-	    (env = cJSON_CreateObject()) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	cJSON_AddStringToObject(env, "payloadType", VERDICT_PAYLOAD_TYPE);
-	cJSON_AddStringToObject(env, "payload", p64);
-	sigs = cJSON_AddArrayToObject(env, "signatures");
-	cJSON_AddItemToArray(sigs, one = cJSON_CreateObject());
-	cJSON_AddStringToObject(one, "keyid", k->id);
-	cJSON_AddStringToObject(one, "sig", s64);
-	if ((*out = cJSON_PrintUnformatted(env)) == NULL)
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-	else if ((*len = strlen(*out)) > VERDICT_ENVELOPE_MAX) {
-		rc = lm_err(err, LM_EINPUT, "the signed verdict is larger than %u bytes", VERDICT_ENVELOPE_MAX);
-		free(*out);
-		*out = NULL;
-	}
-done:
+	if (rc == LM_OK)
+		rc = print_bounded(out, len, env, "envelope", err);
 	cJSON_Delete(env);
-	EVP_MD_CTX_free(md);
-	lm_buf_free(&pae);
-	free(payload);
-	free(p64);
-	free(s64);
+	return rc;
+}
+
+int
+verdict_sign_bundle(char **out, size_t *len, const cJSON *statement, const verdict_key *k, char *err)
+{
+	cJSON *env, *b, *vm;
+	int rc = envelope_of(&env, statement, k, err);
+
+	*out = NULL;
+	if (rc != LM_OK)
+		return rc;
+	if ((b = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(env);
+		return lm_err(err, LM_EFAIL, "out of memory");
+	}
+	/* Sigstore's bundle v0.3 in protobuf JSON (sigstore_bundle.proto): a public key named by its
+	 * hint, no transparency log entry, the envelope as dsseEnvelope. */
+	cJSON_AddStringToObject(b, "mediaType", VERDICT_BUNDLE_TYPE);
+	vm = cJSON_AddObjectToObject(b, "verificationMaterial");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(vm, "publicKey"), "hint", verdict_key_hint(k));
+	cJSON_AddArrayToObject(vm, "tlogEntries");
+	cJSON_AddItemToObject(b, "dsseEnvelope", env);
+	rc = print_bounded(out, len, b, "bundle", err);
+	cJSON_Delete(b);
 	return rc;
 }
 
@@ -566,36 +295,22 @@ done:
 	return rc;
 }
 
-int
-verdict_open(verdict_opened *o, const void *env, size_t len, const char *digest, const verdict_trust *trust)
+/* Opens the envelope doc (an object) whose checks verdict_open lists past the parse. */
+static int
+open_envelope(verdict_opened *o, const cJSON *doc, const char *digest, const verdict_trust *trust)
 {
-	cJSON *doc = NULL;
-	const cJSON *sigs, *sg, *t, *p;
+	const cJSON *sigs = cJSON_GetObjectItemCaseSensitive(doc, "signatures"), *sg;
+	const char *t = gstr(doc, "payloadType"), *p = gstr(doc, "payload");
 	unsigned char *payload = NULL, *sig = NULL;
 	size_t plen = 0, slen = 0;
 	lm_buf pae = {0};
 	int rc = LM_EREFUSED, nsig = 0, named_trusted = -1;
 
-	memset(o, 0, sizeof *o);
-	o->status = VERDICT_BAD;
-	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !lm_is_sha256(digest + 7))
-		return refuse(o, VERDICT_BAD, "no image digest to check the statement against");
-	if (len > VERDICT_ENVELOPE_MAX)
-		return refuse(o, VERDICT_BAD, "the envelope is larger than %u bytes", VERDICT_ENVELOPE_MAX);
-	if (verdict_too_deep(env, len, VERDICT_DEPTH_MAX))
-		return refuse(o, VERDICT_BAD, "the envelope nests deeper than %d levels", VERDICT_DEPTH_MAX);
-	if ((doc = cJSON_ParseWithLength(env, len)) == NULL || !cJSON_IsObject(doc)) {
-		rc = refuse(o, VERDICT_BAD, "not a DSSE envelope: not a JSON object");
-		goto done;
-	}
-	t = cJSON_GetObjectItemCaseSensitive(doc, "payloadType");
-	p = cJSON_GetObjectItemCaseSensitive(doc, "payload");
-	sigs = cJSON_GetObjectItemCaseSensitive(doc, "signatures");
-	if (!cJSON_IsString(t) || strcmp(t->valuestring, VERDICT_PAYLOAD_TYPE) != 0) {
+	if (t == NULL || strcmp(t, VERDICT_PAYLOAD_TYPE) != 0) {
 		rc = refuse(o, VERDICT_BAD, "the envelope's payloadType is not %s", VERDICT_PAYLOAD_TYPE);
 		goto done;
 	}
-	if (!cJSON_IsString(p) || b64_decode(&payload, &plen, p->valuestring) != 0) {
+	if (p == NULL || lm_unbase64(&payload, &plen, p) != 0) {
 		rc = refuse(o, VERDICT_BAD, "the envelope's payload is not base64");
 		goto done;
 	}
@@ -608,10 +323,10 @@ verdict_open(verdict_opened *o, const void *env, size_t len, const char *digest,
 		goto done;
 	}
 	cJSON_ArrayForEach(sg, sigs) {
-		const cJSON *s64 = cJSON_GetObjectItemCaseSensitive(sg, "sig");
+		const char *s64 = gstr(sg, "sig");
 		char claimed[VERDICT_KEYID_LEN + 1];
 
-		if (!cJSON_IsString(s64) || s64->valuestring[0] == '\0')
+		if (s64 == NULL || s64[0] == '\0')
 			continue;
 		nsig++;
 		claimed_id(claimed, cJSON_GetObjectItemCaseSensitive(sg, "keyid"));
@@ -619,38 +334,93 @@ verdict_open(verdict_opened *o, const void *env, size_t len, const char *digest,
 			strcpy(o->signer, claimed);
 		free(sig);
 		sig = NULL;
-		if (b64_decode(&sig, &slen, s64->valuestring) != 0)
+		if (lm_unbase64(&sig, &slen, s64) != 0)
 			continue;
-		/* Every trusted key is tried: a keyid is a hint, not a claim to believe. */
+		/* Every trusted key is tried, each with its own algorithm: a keyid is a hint, not a claim to
+		 * believe (an envelope of an older version names its key by lume-metal's id). */
 		for (size_t k = 0; trust != NULL && k < trust->n; k++) {
-			EVP_MD_CTX *md = EVP_MD_CTX_new();
-			int ok = md != NULL && slen == 64 && EVP_DigestVerifyInit(md, NULL, NULL, NULL, trust->keys[k]->pkey) == 1 &&
-			    EVP_DigestVerify(md, sig, slen, (const unsigned char *)pae.data, pae.len) == 1;
+			const verdict_key *key = trust->keys[k];
 
-			EVP_MD_CTX_free(md);
-			if (ok) {
-				strcpy(o->signer, trust->keys[k]->id);
+			if (verdict_key_verify(key, pae.data, pae.len, sig, slen)) {
+				strcpy(o->signer, verdict_key_id(key));
 				o->status = VERDICT_TRUSTED;
 				rc = check_statement(o, payload, plen, digest);
 				goto done;
 			}
-			if (strcmp(claimed, trust->keys[k]->id) == 0)
+			if (strcmp(claimed, verdict_key_id(key)) == 0 || strcmp(claimed, verdict_key_fingerprint(key)) == 0)
 				named_trusted = (int)k;
 		}
 	}
 	if (nsig == 0)
 		rc = refuse(o, VERDICT_UNSIGNED, "unsigned: the envelope holds no signature");
 	else if (named_trusted >= 0) {
-		strcpy(o->signer, trust->keys[named_trusted]->id);
+		strcpy(o->signer, verdict_key_id(trust->keys[named_trusted]));
 		rc = refuse(o, VERDICT_BAD, "the signature does not verify with the trusted key %s it names: signed over "
-		    "other bytes", trust->keys[named_trusted]->id);
+		    "other bytes", o->signer);
 	} else
 		rc = refuse(o, VERDICT_UNTRUSTED, "signed by %s, a key this controller does not trust (trusted-key)",
 		    o->signer[0] ? o->signer : "a key with no keyid");
 done:
-	cJSON_Delete(doc);
 	lm_buf_free(&pae);
 	free(payload);
 	free(sig);
+	return rc;
+}
+
+/* The bounds both forms share, then the parse of data (len bytes) into *doc, an object. */
+static int
+parse_bounded(cJSON **doc, verdict_opened *o, const void *data, size_t len, const char *digest, const char *what)
+{
+	memset(o, 0, sizeof *o);
+	o->status = VERDICT_BAD;
+	*doc = NULL;
+	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !lm_is_sha256(digest + 7))
+		return refuse(o, VERDICT_BAD, "no image digest to check the statement against");
+	if (len > VERDICT_ENVELOPE_MAX)
+		return refuse(o, VERDICT_BAD, "the %s is larger than %u bytes", what, VERDICT_ENVELOPE_MAX);
+	if (verdict_too_deep(data, len, VERDICT_DEPTH_MAX))
+		return refuse(o, VERDICT_BAD, "the %s nests deeper than %d levels", what, VERDICT_DEPTH_MAX);
+	if ((*doc = cJSON_ParseWithLength(data, len)) == NULL || !cJSON_IsObject(*doc)) {
+		cJSON_Delete(*doc);
+		*doc = NULL;
+		return refuse(o, VERDICT_BAD, "not a %s: not a JSON object", what);
+	}
+	return LM_OK;
+}
+
+int
+verdict_open(verdict_opened *o, const void *env, size_t len, const char *digest, const verdict_trust *trust)
+{
+	cJSON *doc;
+	int rc = parse_bounded(&doc, o, env, len, digest, "DSSE envelope");
+
+	if (rc == LM_OK)
+		rc = open_envelope(o, doc, digest, trust);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+int
+verdict_open_bundle(verdict_opened *o, const void *bundle, size_t len, const char *digest, const verdict_trust *trust)
+{
+	cJSON *doc;
+	const cJSON *env;
+	const char *mt;
+	int rc = parse_bounded(&doc, o, bundle, len, digest, "Sigstore bundle");
+
+	if (rc != LM_OK)
+		return rc;
+	env = cJSON_GetObjectItemCaseSensitive(doc, "dsseEnvelope");
+	if ((mt = gstr(doc, "mediaType")) == NULL || (strcmp(mt, VERDICT_BUNDLE_TYPE) != 0 &&
+	    strcmp(mt, "application/vnd.dev.sigstore.bundle+json;version=0.3") != 0))
+		rc = refuse(o, VERDICT_BAD, "the bundle's mediaType is not %s", VERDICT_BUNDLE_TYPE);
+	else if (!cJSON_IsObject(env))
+		rc = refuse(o, VERDICT_BAD, "the bundle holds no dsseEnvelope (a message signature is not a verdict)");
+	else if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(env, "signatures")) > 1)
+		rc = refuse(o, VERDICT_BAD, "the bundle's envelope holds more than one signature (a Sigstore bundle's "
+		    "holds one)");
+	else
+		rc = open_envelope(o, env, digest, trust);
+	cJSON_Delete(doc);
 	return rc;
 }

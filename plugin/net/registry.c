@@ -46,157 +46,6 @@ wipe_free(char *s)
 	}
 }
 
-int
-registry_creds_from_env(registry_creds *out)
-{
-	const char *u = getenv("GITHUB_USERNAME"), *s = getenv("GITHUB_TOKEN");
-
-	out->user = out->secret = NULL;
-	if (u == NULL)
-		u = getenv("GHCR_USERNAME");
-	if (s == NULL)
-		s = getenv("GHCR_TOKEN");
-	if (u == NULL || s == NULL || *u == '\0' || *s == '\0')
-		return 0;
-	if ((out->user = strdup(u)) == NULL || (out->secret = strdup(s)) == NULL) {
-		registry_creds_clear(out);
-		return LM_EFAIL;
-	}
-	return 1;
-}
-
-/* A Docker config's auths key as a registry: "https://HOST[:PORT]/v1/" and "HOST[:PORT]" alike,
- * as `docker login` writes both; into out (lower case), or "" when it is neither. */
-static void
-auths_host(char *out, size_t len, const char *k)
-{
-	size_t n;
-
-	if (strncmp(k, "https://", 8) == 0)
-		k += 8;
-	else if (strncmp(k, "http://", 7) == 0)
-		k += 7;
-	n = strcspn(k, "/");
-	if (n == 0 || n >= len) {
-		out[0] = '\0';
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		out[i] = (char)tolower((unsigned char)k[i]);
-	out[n] = '\0';
-}
-
-/* Fills out from one auths entry: "auth" (base64 of USER:SECRET) or "username" and "password". */
-static int
-auths_entry(registry_creds *out, const cJSON *e)
-{
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "auth");
-	const cJSON *u = cJSON_GetObjectItemCaseSensitive(e, "username");
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "password");
-	unsigned char *dec = NULL;
-	char *colon;
-	size_t n;
-	int len;
-
-	if (cJSON_IsString(u) && cJSON_IsString(p) && *u->valuestring && *p->valuestring) {
-		if ((out->user = strdup(u->valuestring)) == NULL || (out->secret = strdup(p->valuestring)) == NULL)
-			return LM_EFAIL;
-		return 1;
-	}
-	if (!cJSON_IsString(a) || (n = strlen(a->valuestring)) == 0 || n > 16384 || (dec = malloc(n)) == NULL)
-		return 0;
-	len = EVP_DecodeBlock(dec, (const unsigned char *)a->valuestring, (int)n);
-	while (len > 0 && n > 0 && a->valuestring[n - 1] == '=') /* DecodeBlock counts the padding */
-		n--, len--;
-	if (len <= 0 || memchr(dec, '\0', (size_t)len) != NULL ||
-	    (colon = memchr(dec, ':', (size_t)len)) == NULL || colon == (char *)dec || colon == (char *)dec + len - 1) {
-		lm_wipe(dec, n);
-		free(dec);
-		return 0;
-	}
-	*colon = '\0';
-	out->user = strdup((char *)dec);
-	out->secret = strndup(colon + 1, (size_t)len - (size_t)(colon + 1 - (char *)dec));
-	lm_wipe(dec, n);
-	free(dec);
-	return out->user && out->secret ? 1 : LM_EFAIL;
-}
-
-int
-registry_creds_for(registry_creds *out, const char *registry, const char *env_registry, const char *auth_file,
-    char *err)
-{
-	char host[300], k[300], *text = NULL;
-	cJSON *doc = NULL;
-	const cJSON *e;
-	struct stat st;
-	int fd, rc = 0;
-
-	out->user = out->secret = NULL;
-	auths_host(host, sizeof host, registry ? registry : "");
-	if (host[0] == '\0')
-		return 0;
-	if (auth_file != NULL && *auth_file != '\0') {
-		if ((fd = open(auth_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
-			return lm_err(err, LM_EINPUT, "registry-auth %s: %s", auth_file, strerror(errno));
-		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) != 0 ||
-		    (st.st_uid != getuid() && st.st_uid != 0)) {
-			close(fd);
-			return lm_err(err, LM_EINPUT, "registry-auth %s: not a regular file of yours that only you can read "
-			    "(chmod 600 %s): not used", auth_file, auth_file);
-		}
-		close(fd);
-		if ((rc = lm_read_file(&text, NULL, auth_file, 1u << 20, err)) != LM_OK)
-			return lm_err(err, LM_EINPUT, "registry-auth %s: cannot be read", auth_file);
-		doc = cJSON_Parse(text);
-		lm_wipe(text, strlen(text));
-		free(text);
-		if (!cJSON_IsObject(doc) || (cJSON_HasObjectItem(doc, "auths") &&
-		    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "auths")))) {
-			cJSON_Delete(doc);
-			return lm_err(err, LM_EINPUT, "registry-auth %s: not a Docker config ({\"auths\": {HOST: {\"auth\": "
-			    "...}}})", auth_file);
-		}
-		rc = 0;
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "auths")) {
-			auths_host(k, sizeof k, e->string ? e->string : "");
-			if (strcmp(k, host) == 0 && (rc = auths_entry(out, e)) != 0)
-				break;
-		}
-		/* the parsed secrets are wiped with the document's strings */
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "auths")) {
-			const cJSON *f;
-
-			cJSON_ArrayForEach(f, e)
-				if (cJSON_IsString(f))
-					lm_wipe(f->valuestring, strlen(f->valuestring));
-		}
-		cJSON_Delete(doc);
-		if (rc < 0) {
-			registry_creds_clear(out);
-			return lm_err(err, LM_EFAIL, "out of memory");
-		}
-		if (rc == 1)
-			return 1;
-	}
-	auths_host(k, sizeof k, env_registry ? env_registry : "ghcr.io");
-	if (strcmp(k, host) != 0)
-		return 0; /* the environment's credentials are for env_registry only */
-	if ((rc = registry_creds_from_env(out)) < 0)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	return rc;
-}
-
-void
-registry_creds_clear(registry_creds *c)
-{
-	if (c == NULL)
-		return;
-	wipe_free(c->user);
-	wipe_free(c->secret);
-	c->user = c->secret = NULL;
-}
-
 /* HOST[:PORT], HOST a DNS name, an IPv4 address or [IPv6]. *loopback says whether HOST is one. */
 static int
 registry_ok(const char *r, int *loopback)
@@ -298,6 +147,8 @@ typedef struct {
 	char ctype[128];      /* Content-Type, cut */
 	char location[2048];  /* Location, "" when longer */
 	int oci_subject;      /* OCI-Subject seen (a registry that indexes referrers itself) */
+	char host[300];       /* who answered, when a followed redirect led away: HOST[:PORT]; else "" */
+	char next[2048];      /* the target of a Link with rel="next" (RFC 8288), "" when none or longer */
 } heads;
 
 /* Header value of line (len bytes) when its name is name (case-insensitive), trimmed. */
@@ -318,6 +169,48 @@ header_value(const char *line, size_t len, const char *name, size_t *vlen)
 	return line;
 }
 
+/* The target of the link-value of a Link header (v, vl bytes) whose rel is "next": `<URL>;
+ * rel="next"`, several link-values separated by commas (RFC 8288). out gets it, or stays "". */
+static void
+link_next(char *out, size_t outlen, const char *v, size_t vl)
+{
+	const char *p = v, *end = v + vl;
+
+	while (p < end) {
+		const char *lt = memchr(p, '<', (size_t)(end - p)), *gt, *stop;
+		int next = 0;
+
+		if (lt == NULL || (gt = memchr(lt, '>', (size_t)(end - lt))) == NULL)
+			return;
+		/* the parameters run to the next link-value's comma (a quoted one is skipped) */
+		for (stop = gt + 1; stop < end && *stop != ','; stop++)
+			if (*stop == '"')
+				while (++stop < end && *stop != '"')
+					;
+		for (const char *q = gt + 1; q + 3 < stop; q++)
+			if (strncasecmp(q, "rel", 3) == 0 && (q[-1] == ';' || q[-1] == ' ')) {
+				const char *r = q + 3;
+
+				while (r < stop && *r == ' ')
+					r++;
+				if (r < stop && *r == '=') {
+					r++;
+					while (r < stop && *r == ' ')
+						r++;
+					r += r < stop && *r == '"';
+					next |= stop - r >= 4 && strncasecmp(r, "next", 4) == 0 && (r + 4 == stop || r[4] == '"' ||
+					    r[4] == ' ' || r[4] == ';');
+				}
+			}
+		if (next && (size_t)(gt - lt - 1) < outlen) {
+			memcpy(out, lt + 1, (size_t)(gt - lt - 1));
+			out[gt - lt - 1] = '\0';
+			return;
+		}
+		p = stop + 1;
+	}
+}
+
 static size_t
 on_header(char *buf, size_t size, size_t n, void *arg)
 {
@@ -327,7 +220,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response (after 100, or a retry) */
 		h->digest_seen = h->digest_bad = 0;
-		h->digest[0] = h->challenge[0] = h->ctype[0] = h->location[0] = '\0';
+		h->digest[0] = h->challenge[0] = h->ctype[0] = h->location[0] = h->next[0] = '\0';
 		h->challenge_bearer = h->challenge_over = h->oci_subject = 0;
 	}
 	h->bytes += len;
@@ -350,6 +243,9 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 			memcpy(h->location, v, vl);
 			h->location[vl] = '\0';
 		}
+	} else if ((v = header_value(buf, len, "Link", &vl)) != NULL) {
+		if (h->next[0] == '\0')
+			link_next(h->next, sizeof h->next, v, vl);
 	} else if (header_value(buf, len, "OCI-Subject", &vl) != NULL) {
 		h->oci_subject = 1;
 	} else if ((v = header_value(buf, len, "WWW-Authenticate", &vl)) != NULL) {
@@ -439,35 +335,48 @@ typedef struct {
 	long timeout_ms;
 	int64_t deadline;
 	char *err;
+	int loopback;         /* the registry is on loopback: plain http, to loopback only */
 } ctx;
 
 /* What one request sends beyond its URL: a method other than HEAD/GET, a body and its type,
- * whether redirects are followed (a blob's storage: at most 3, to https, or http on loopback). */
+ * whether redirects are followed (a blob's storage: at most 3, see request_sp). */
 typedef struct {
 	const char *method;  /* NULL: HEAD without bd, GET with it */
 	const char *ctype;   /* Content-Type of up, or NULL */
 	const void *up;
 	size_t uplen;
-	int follow, loopback;
+	int follow;
 } sendspec;
 
-/* One request: HEAD (body NULL) or GET into *bd, or what sp says. auth is a header line or NULL;
- * creds as Basic when basic is set. *status gets the HTTP status. */
+/* Who answered, for an error: "registry R", or "HOST (where registry R redirected)". */
+static const char *
+who(char out[600], const ctx *c, const char *host)
+{
+	if (host == NULL || *host == '\0')
+		snprintf(out, 600, "registry %s", c->registry);
+	else
+		snprintf(out, 600, "%s (where registry %s redirected)", host, c->registry);
+	return out;
+}
+
+/* One exchange with url, answered by host (NULL: the registry). *next gets the absolute URL a
+ * 3xx answer names (curl resolves a relative Location), "" when none. */
 static int
-request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd,
-    heads *h, long *status, const sendspec *sp)
+perform(ctx *c, const char *url, const char *host, const char *auth, const registry_creds *basic, body *bd,
+    heads *h, long *status, const sendspec *sp, char next[2048])
 {
 	CURL *e;
 	CURLcode rc;
 	struct curl_slist *hl = NULL, *t;
 	int64_t left = c->deadline - lm_now_ms();
-	char ebuf[CURL_ERROR_SIZE] = "";
+	char ebuf[CURL_ERROR_SIZE] = "", w[600], *loc = NULL;
 	int ret = LM_OK;
 
 	memset(h, 0, sizeof *h);
 	*status = 0;
+	next[0] = '\0';
 	if (left <= 0)
-		return lm_err(c->err, LM_EFAIL, "registry %s did not answer within %ld ms", c->registry, c->timeout_ms);
+		return lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", who(w, c, host), c->timeout_ms);
 	if ((e = curl_easy_init()) == NULL)
 		return lm_err(c->err, LM_EFAIL, "registry %s: cannot start libcurl", c->registry);
 	if ((t = curl_slist_append(hl, accept_types)) != NULL)
@@ -483,11 +392,7 @@ request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basi
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, sp != NULL && sp->follow ? 1L : 0L);
-	if (sp != NULL && sp->follow) {
-		curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
-		curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, sp->loopback ? "http,https" : "https");
-	}
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* request_sp follows, hop by hop */
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
@@ -518,29 +423,84 @@ request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basi
 	}
 	rc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-	if (rc == CURLE_OPERATION_TIMEDOUT)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s did not answer within %ld ms", c->registry, c->timeout_ms);
+	if (rc == CURLE_OK && *status >= 300 && *status < 400 && curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc) ==
+	    CURLE_OK && loc != NULL && lm_fmt(next, 2048, "%s", loc) != 0)
+		ret = lm_err(c->err, LM_EFAIL, "%s redirected to a URL longer than 2047 bytes: refused", who(w, c, host));
+	else if (rc == CURLE_OPERATION_TIMEDOUT)
+		ret = lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", who(w, c, host), c->timeout_ms);
 	else if (h->over)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s answered more than %d bytes of headers", c->registry,
+		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %d bytes of headers", who(w, c, host),
 		    REGISTRY_HEADERS_MAX);
 	else if (bd != NULL && bd->over && bd->max == 0)
 		ret = lm_err(c->err, LM_EFAIL, "registry %s answered a token larger than %d bytes", c->registry,
 		    REGISTRY_BODY_MAX);
 	else if (bd != NULL && bd->over)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s answered more than %zu bytes for %s: refused", c->registry,
+		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %zu bytes for %s: refused", who(w, c, host),
 		    bd->max, strstr(url, "/v2/") ? strstr(url, "/v2/") : url);
-	else if (rc == CURLE_TOO_MANY_REDIRECTS)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s redirected more than 3 times: refused", c->registry);
-	else if (rc == CURLE_UNSUPPORTED_PROTOCOL && sp != NULL && sp->follow)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s redirected to a protocol other than https: refused", c->registry);
 	else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s is unreachable: %s", c->registry,
-		    ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		ret = lm_err(c->err, LM_EFAIL, "%s is unreachable: %s", who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
 	else if (rc != CURLE_OK)
-		ret = lm_err(c->err, LM_EFAIL, "registry %s: %s", c->registry, ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		ret = lm_err(c->err, LM_EFAIL, "%s: %s", who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
 	curl_easy_cleanup(e);
 	curl_slist_free_all(hl);
 	return ret;
+}
+
+/* Whether url may be reached from the registry (on loopback or not): https anywhere; plain http
+ * only from a loopback registry to a loopback host; nothing else. host gets url's HOST[:PORT]. */
+static int
+hop_ok(const char *url, int from_loopback, char host[300])
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *hn = NULL, *port = NULL;
+	int ok = 0, loop = 0;
+
+	host[0] = '\0';
+	if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && curl_url_get(u, CURLUPART_HOST, &hn, 0) == CURLUE_OK) {
+		if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+			port = NULL;
+		snprintf(host, 300, "%.250s%s%.8s", hn, port ? ":" : "", port ? port : "");
+		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && from_loopback && registry_ok(host, &loop) &&
+		    loop);
+	}
+	curl_free(scheme);
+	curl_free(hn);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return ok;
+}
+
+/* One request: HEAD (body NULL) or GET into *bd, or what sp says. auth is a header line or NULL;
+ * creds as Basic when basic is set. *status gets the HTTP status. With sp->follow (a blob's
+ * storage), a 3xx answer's Location is followed, at most 3 times, each hop checked by hop_ok
+ * and sent without the Authorization or the credentials; h->host then names who answered. */
+static int
+request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basic, body *bd,
+    heads *h, long *status, const sendspec *sp)
+{
+	char next[2048], here[2048], host[300] = "", to[300], w[600];
+	int rc;
+
+	for (int hop = 0;; hop++) {
+		if ((rc = perform(c, hop ? here : url, host, hop ? NULL : auth, hop ? NULL : basic, bd, h, status, sp, next)) !=
+		    LM_OK || sp == NULL || !sp->follow || next[0] == '\0')
+			break;
+		if (hop == 3)
+			return lm_err(c->err, LM_EFAIL, "registry %s redirected more than 3 times (the last from %s): refused",
+			    c->registry, host[0] ? host : c->registry);
+		if (!hop_ok(next, c->loopback, to))
+			return lm_err(c->err, LM_EFAIL, "%s redirected to %.200s: refused (a redirect is followed to https, or "
+			    "to plain http only from a registry on loopback to a loopback address)", who(w, c, host), next);
+		memcpy(here, next, sizeof here);
+		memcpy(host, to, sizeof host);
+		if (bd != NULL) {
+			lm_buf_free(&bd->b);
+			bd->over = 0;
+		}
+	}
+	snprintf(h->host, sizeof h->host, "%s", host);
+	return rc;
 }
 
 static int
@@ -549,9 +509,9 @@ request(ctx *c, const char *url, const char *auth, const registry_creds *basic, 
 	return request_sp(c, url, auth, basic, bd, h, status, NULL);
 }
 
-/* True when url is https://..., or http:// to a loopback host. */
+/* True when url is https://..., or http:// to a loopback host from a registry on loopback. */
 static int
-realm_ok(const char *url)
+realm_ok(const char *url, int from_loopback)
 {
 	char host[300];
 	const char *p, *end;
@@ -575,7 +535,7 @@ realm_ok(const char *url)
 			return 0;
 	if (!registry_ok(host, &loop))
 		return 0;
-	return url[4] == 's' || loop;
+	return url[4] == 's' || (loop && from_loopback);
 }
 
 /* The Bearer token flow for challenge ch: *token (caller wipes and frees) from the realm. */
@@ -592,7 +552,7 @@ fetch_token(ctx *c, char **token, const char *ch, const char *repo, const char *
 	int rc, pr;
 
 	*token = NULL;
-	if (challenge_param(realm, sizeof realm, ch, "realm") != 0 || !realm_ok(realm))
+	if (challenge_param(realm, sizeof realm, ch, "realm") != 0 || !realm_ok(realm, c->loopback))
 		return lm_err(c->err, LM_EFAIL, "registry %s answered a Bearer challenge without an https realm", c->registry);
 	if (challenge_param(service, sizeof service, ch, "service") < 0)
 		return lm_err(c->err, LM_EFAIL, "registry %s answered a malformed Bearer challenge", c->registry);
@@ -678,7 +638,7 @@ int
 registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *registry, const char *repo,
     const char *tag, const registry_creds *creds, long timeout_ms, char *err)
 {
-	ctx c = {registry, timeout_ms, lm_now_ms() + timeout_ms, err};
+	ctx c = {registry, timeout_ms, lm_now_ms() + timeout_ms, err, 0};
 	char url[1024], *token = NULL, *auth = NULL;
 	heads h;
 	long status;
@@ -690,6 +650,7 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 		creds = NULL;
 	if (!registry_ok(registry, &loopback))
 		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]");
+	c.loopback = loopback;
 	if (repo == NULL || !repo_ok(repo))
 		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
 		    registry);
@@ -779,7 +740,7 @@ registry_client_new(registry_client **out, const char *registry, const char *rep
 		c->creds = creds;
 	c->push = push;
 	c->loopback = loopback;
-	c->c = (ctx){c->registry, timeout_ms, lm_now_ms() + timeout_ms, NULL};
+	c->c = (ctx){c->registry, timeout_ms, lm_now_ms() + timeout_ms, NULL, loopback};
 	*out = c;
 	return LM_OK;
 }
@@ -791,6 +752,18 @@ registry_client_free(registry_client *c)
 		return;
 	wipe_free(c->auth);
 	free(c);
+}
+
+const char *
+registry_client_name(const registry_client *c)
+{
+	return c->registry;
+}
+
+const char *
+registry_client_repo(const registry_client *c)
+{
+	return c->repo;
 }
 
 int
@@ -817,6 +790,11 @@ call(registry_client *c, const char *path, body *bd, heads *h, long *status, con
 		}
 		c->requests++;
 		rc = request_sp(&c->c, url, c->auth, c->basic ? c->creds : NULL, bd, h, status, sp);
+		if (rc == LM_OK && h->host[0] != '\0' && *status != 200) { /* a redirect's answer: no challenge to answer */
+			char w[600];
+
+			return lm_err(err, LM_EFAIL, "%s answered HTTP %ld for %s", who(w, &c->c, h->host), *status, path);
+		}
 		if (rc != LM_OK || *status != 401 || attempt > 0)
 			break;
 		if (h->challenge_over)
@@ -921,11 +899,44 @@ done:
 }
 
 int
+registry_get(registry_client *c, const char *path, size_t max, long *status, char **out, size_t *len, char ctype[128],
+    char next[1024], char *err)
+{
+	body bd = {{0}, 0, max};
+	heads h;
+	const char *n;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	ctype[0] = next[0] = '\0';
+	if (strncmp(path, "/v2/", 4) != 0 || strpbrk(path, " \r\n#") != NULL)
+		return lm_err(err, LM_EINPUT, "registry %s: not a /v2/ path: %.80s", c->registry, path);
+	if ((rc = call(c, path, &bd, &h, status, NULL, err)) != LM_OK)
+		goto done;
+	snprintf(ctype, 128, "%s", h.ctype);
+	/* The next page, on this registry only: a path, or an absolute URL of its own scheme and host. */
+	n = h.next;
+	if (strncmp(n, c->base, strlen(c->base)) == 0 && n[strlen(c->base)] == '/')
+		n += strlen(c->base);
+	if (*n != '\0' && (strncmp(n, "/v2/", 4) != 0 || strpbrk(n, " \r\n#") != NULL || lm_fmt(next, 1024, "%s", n) != 0)) {
+		rc = lm_err(err, LM_EFAIL, "registry %s answered a Link to the next page elsewhere (%.200s): not followed",
+		    c->registry, h.next);
+		goto done;
+	}
+	if (*status == 200)
+		rc = take_body(&bd, out, len, err);
+done:
+	lm_buf_free(&bd.b);
+	return rc;
+}
+
+int
 registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err)
 {
 	char path[600], hex[65];
-	sendspec sp = {"PUT", media_type, data, len, 0, 0};
+	sendspec sp = {"PUT", media_type, data, len, 0};
 	body bd = {{0}, 0, 4096};
 	heads h;
 	long status;
@@ -953,10 +964,31 @@ registry_manifest_put(registry_client *c, const char *ref, const char *media_typ
 }
 
 int
+registry_tag_delete(registry_client *c, const char *tag, char *err)
+{
+	char path[600];
+	sendspec sp = {"DELETE", NULL, "", 0, 0};
+	body bd = {{0}, 0, 4096};
+	heads h;
+	long status;
+	int rc;
+
+	if (!tag_ok(tag))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag: %.80s", c->registry, tag);
+	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, tag);
+	rc = call(c, path, &bd, &h, &status, &sp, err);
+	lm_buf_free(&bd.b);
+	if (rc == LM_OK && status != 202)
+		rc = lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld to DELETE %s: it does not delete tags", c->registry,
+		    status, path);
+	return rc;
+}
+
+int
 registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1], char *err)
 {
 	char path[4096], hex[65], *loc;
-	sendspec post = {"POST", NULL, "", 0, 0, 0}, put = {"PUT", "application/octet-stream", data, len, 0, 0};
+	sendspec post = {"POST", NULL, "", 0, 0}, put = {"PUT", "application/octet-stream", data, len, 0};
 	body bd = {{0}, 0, 4096};
 	heads h;
 	long status;
@@ -997,7 +1029,7 @@ int
 registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err)
 {
 	char path[600], hex[65];
-	sendspec sp = {"GET", NULL, NULL, 0, 1, c->loopback};
+	sendspec sp = {"GET", NULL, NULL, 0, 1};
 	body bd = {{0}, 0, max};
 	heads h;
 	long status;
@@ -1017,48 +1049,13 @@ registry_blob_get(registry_client *c, const char *digest, size_t max, char **out
 	}
 	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
 	if (strcmp(hex, digest + 7) != 0) {
-		rc = lm_err(err, LM_EFAIL, "registry %s answered a blob whose SHA-256 is not %s: refused", c->registry, digest);
+		char w[600];
+
+		rc = lm_err(err, LM_EFAIL, "%s answered a blob whose SHA-256 is not %s: refused", who(w, &c->c, h.host), digest);
 		goto done;
 	}
 	rc = take_body(&bd, out, len, err);
 done:
 	lm_buf_free(&bd.b);
 	return rc;
-}
-
-int
-registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
-    int *api, char *err)
-{
-	char path[800], tag[80], d[REGISTRY_DIGEST_LEN + 1], *esc = NULL;
-	body bd = {{0}, 0, REGISTRY_MANIFEST_MAX};
-	heads h;
-	long status;
-	int rc;
-
-	*out = NULL;
-	*len = 0;
-	*api = 0;
-	if (!digest_ok(digest))
-		return lm_err(err, LM_EINPUT, "registry %s: not a digest: %.80s", c->registry, digest);
-	if (artifact_type != NULL && (esc = curl_easy_escape(NULL, artifact_type, 0)) == NULL)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	snprintf(path, sizeof path, "/v2/%s/referrers/%s%s%s", c->repo, digest, esc ? "?artifactType=" : "", esc ? esc : "");
-	curl_free(esc);
-	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK) {
-		lm_buf_free(&bd.b);
-		return rc;
-	}
-	/* The API answers an image index; anything else (404, or a registry's HTML) means it has none. */
-	if (status == 200 && strncmp(h.ctype, "application/vnd.oci.image.index.v1+json", 39) == 0) {
-		*api = 1;
-		rc = take_body(&bd, out, len, err);
-		lm_buf_free(&bd.b);
-		return rc;
-	}
-	lm_buf_free(&bd.b);
-	if (status != 404 && status != 200 && status != 400 && status != 405)
-		return http_err(c, status, path, err);
-	snprintf(tag, sizeof tag, "sha256-%s", digest + 7);
-	return registry_manifest_get(c, tag, REGISTRY_MANIFEST_MAX, out, len, d, err);
 }

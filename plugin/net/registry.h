@@ -1,6 +1,8 @@
 /* registry: asks an OCI registry (ghcr.io, or a test registry on loopback) which manifest digest
  * a tag names, over libcurl: `HEAD /v2/<repo>/manifests/<tag>`, `Docker-Content-Digest`. `lume
- * push` records nothing locally, so this is how the digest of a pushed image is learnt. */
+ * push` records nothing locally, so this is how the digest of a pushed image is learnt. The
+ * credentials (registry_creds_*) are in registry_creds.c; the referrers listing, over
+ * registry_get, in net/referrers.h. */
 #ifndef LM_REGISTRY_H
 #define LM_REGISTRY_H
 
@@ -39,7 +41,7 @@ int registry_creds_for(registry_creds *out, const char *registry, const char *en
  * Sends Accept for the OCI and Docker manifest and index types. On a 401 it follows the
  * challenge: Bearer realm/service/scope (GET realm?service=&scope= with creds as Basic when
  * given, then `token` or `access_token`, then the HEAD again with that token; the realm must be
- * https, or http on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
+ * https, or plain http to a loopback address from a registry on loopback) or Basic (the HEAD again with creds). creds may be NULL or empty
  * (anonymous). Header and token bodies are bounded (REGISTRY_*_MAX), redirects are not
  * followed, the digest must be "sha256:" + 64 lowercase hex.
  * Errors name the registry: "registry R is unreachable", "registry R did not answer within N
@@ -57,9 +59,11 @@ int registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const ch
  * of ops/verdicts.h): the challenge of the first 401 (Bearer or Basic, as above; with push,
  * the token's scope asks for pull,push) is answered once and its Authorization kept for the
  * calls after it. Plain http on loopback only, as above. Redirects are not followed, except
- * by registry_blob_get (a blob's storage): at most 3, to https (http on loopback), without the
- * Authorization. Every body read is bounded by the max given; every digest is checked against
- * the bytes. Errors name the registry. */
+ * by registry_blob_get (a blob's storage): at most 3, each hop checked before it is made (https
+ * to any host; plain http only from a registry on loopback to a loopback address), without the
+ * Authorization or the credentials. Every body read is bounded by the max given; every digest
+ * is checked against the bytes. Errors name the registry, and the host that answered when a
+ * redirect led elsewhere ("HOST (where registry R redirected) answered ..."). */
 typedef struct registry_client registry_client;
 
 #define REGISTRY_MANIFEST_MAX (256u << 10) /* bytes of a manifest or index read */
@@ -70,6 +74,9 @@ typedef struct registry_client registry_client;
 int registry_client_new(registry_client **out, const char *registry, const char *repo, const registry_creds *creds,
     int push, long timeout_ms, char *err);
 void registry_client_free(registry_client *c);
+/* The registry (HOST[:PORT]) and the repository of c, owned by c. */
+const char *registry_client_name(const registry_client *c);
+const char *registry_client_repo(const registry_client *c);
 /* The HTTP requests the client made (the token service's included). */
 int registry_client_requests(const registry_client *c);
 
@@ -84,6 +91,13 @@ int registry_manifest_get(registry_client *c, const char *ref, size_t max, char 
 int registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err);
 
+/* DELETE of the tag (OCI distribution 1.1: the tag goes, its manifest and other tags stay).
+ * LM_OK when the registry answered 202; LM_EFAIL, err saying what it answered, when it does
+ * not delete tags (distribution 2.8 answers 400 DIGEST_INVALID; others 405) or the exchange
+ * failed. There is no deletion by digest here: that deletes the manifest and every tag naming
+ * it. */
+int registry_tag_delete(registry_client *c, const char *tag, char *err);
+
 /* Uploads a blob (POST then PUT ?digest=) unless the registry has it (HEAD); *digest gets it. */
 int registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1],
     char *err);
@@ -92,11 +106,11 @@ int registry_blob_put(registry_client *c, const void *data, size_t len, char dig
  * SHA-256 is not digest. */
 int registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err);
 
-/* The referrers of the manifest digest, filtered by artifact_type (may be NULL), as an OCI
- * image index into *out (caller frees), *len bytes: the referrers API (GET
- * /v2/REPO/referrers/DIGEST, *api set) where the registry has it, else the fallback tag
- * "sha256-<hex>" (*api 0; unfiltered); *out NULL when neither holds anything. */
-int registry_referrers(registry_client *c, const char *digest, const char *artifact_type, char **out, size_t *len,
-    int *api, char *err);
+/* GET of path ("/v2/...", with its query) into *out (caller frees; NUL-terminated; NULL unless
+ * the answer is 200), *len bytes, at most max; *status the HTTP status, ctype its Content-Type
+ * (cut), next the path and query of the answer's Link with rel="next" (RFC 8288; "" when none):
+ * a Link to another scheme or host than the registry's is LM_EFAIL, never followed. */
+int registry_get(registry_client *c, const char *path, size_t max, long *status, char **out, size_t *len, char ctype[128],
+    char next[1024], char *err);
 
 #endif

@@ -7,7 +7,6 @@
 #include <libssh2_sftp.h>
 #include <netdb.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/image.h"
+#include "net/hostfile.h"
 
 /* An upload's read buffer, on the heap: a pool thread's stack pages stay resident for the
  * whole run once touched, a freed buffer is reused by the next upload. */
@@ -31,6 +31,7 @@ struct ssh_conn {
 	ssh_opts opt; /* a copy; its strings must outlive the connection */
 	const ssh_opts *o;
 	char where[300]; /* user@host:port, for messages */
+	char notes[LM_ERRLEN]; /* known_hosts lines skipped (ssh_known_hosts_notes), or "" */
 	unsigned execs;  /* channels opened: exec, SFTP, SCP */
 	/* Round trips (ssh.h): turns so far, and at the first channel's opening; whether bytes went
 	 * out since the last turn (a send that asks for no answer is muted), and whether the last
@@ -227,37 +228,11 @@ ssh_fingerprint(char out[64], const unsigned char *blob, size_t len)
 	snprintf(out, 64, "SHA256:%.*s", m, (char *)b64);
 }
 
-/* The fingerprint of a known_hosts entry's base64 key. */
-static void
-known_fingerprint(char out[64], const char *b64)
-{
-	size_t n = strlen(b64);
-	unsigned char *blob = malloc(n);
-	int len;
-
-	snprintf(out, 64, "(unreadable)");
-	if (blob == NULL)
-		return;
-	len = EVP_DecodeBlock(blob, (const unsigned char *)b64, (int)n);
-	if (len > 0) {
-		while (n > 0 && b64[n - 1] == '=') /* DecodeBlock counts padding as bytes */
-			n--, len--;
-		ssh_fingerprint(out, blob, (size_t)len);
-	}
-	free(blob);
-}
-
-/* The name and port a host key is known under. */
+/* The name a host key is known under (hostfile_name adds the port). */
 static const char *
 key_name(const ssh_conn *c)
 {
 	return c->o->host_key_alias ? c->o->host_key_alias : c->o->host;
-}
-
-static int
-key_port(const ssh_conn *c)
-{
-	return c->o->host_key_alias ? 22 : c->o->port ? c->o->port : 22;
 }
 
 /* Lume has no rule of its own for VM names (trycua/cua libs/lume: LumeController's
@@ -295,102 +270,6 @@ printable(char out[80], const char *name)
 		out[i] = name[i] > 0x20 && name[i] < 0x7f ? name[i] : '?';
 	out[i] = '\0';
 	return out;
-}
-
-/* Whether a known_hosts line may be about host (as name or "[name]:port"), as a superset of
- * what libssh2 would match: comments and blank lines are not; markers, wildcards and negations
- * are left to libssh2; a plain entry is when a pattern contains the name, a hashed one
- * ("|1|SALT|HASH", OpenSSH's HashKnownHosts) when HMAC-SHA1 of either form under its salt is
- * its hash. */
-static int
-known_line_maybe(const char *line, const char *name, const char *bracketed)
-{
-	const char *p = line + strspn(line, " \t"), *e = p + strcspn(p, " \t\r\n");
-	unsigned char salt[64], hash[64], mac[EVP_MAX_MD_SIZE];
-	char field[600];
-	unsigned mlen = 0;
-	const char *bar;
-	int sl, hl;
-
-	if (*p == '#' || p == e)
-		return 0;
-	if (*p == '@' || (size_t)(e - p) >= sizeof field || memchr(p, '*', (size_t)(e - p)) ||
-	    memchr(p, '?', (size_t)(e - p)) || memchr(p, '!', (size_t)(e - p)))
-		return 1;
-	memcpy(field, p, (size_t)(e - p));
-	field[e - p] = '\0';
-	if (strncmp(field, "|1|", 3) != 0)
-		return strstr(field, name) != NULL;
-	if ((bar = strchr(field + 3, '|')) == NULL || bar - field - 3 > 88 || strlen(bar + 1) > 88)
-		return 1; /* not a hash this reads: libssh2 says what it is */
-	sl = EVP_DecodeBlock(salt, (const unsigned char *)field + 3, (int)(bar - field - 3));
-	hl = EVP_DecodeBlock(hash, (const unsigned char *)bar + 1, (int)strlen(bar + 1));
-	if (sl < 20 || hl < 20)
-		return 1;
-	for (int k = 0; k < 2; k++) {
-		const char *h = k ? bracketed : name;
-
-		if (HMAC(EVP_sha1(), salt, 20, (const unsigned char *)h, strlen(h), mac, &mlen) != NULL && mlen == 20 &&
-		    memcmp(mac, hash, 20) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Reads known_hosts into kh: the lines that may be about this host, so a session holds a few
- * entries, not the whole fleet's (a 512-line file is 140 KB of libssh2's entries, at each
- * session's host-key check). A missing file is an empty one, and what is not a regular file (a
- * FIFO would block past the deadline) is refused, as is a line libssh2 cannot read among those. */
-static int
-read_known(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, char *err)
-{
-	struct stat st;
-	char bracketed[300], *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
-	int rc = LM_OK;
-
-	if (stat(c->o->known_hosts, &st) != 0) {
-		if (errno == ENOENT)
-			return LM_OK;
-		return lm_err(err, LM_EINPUT, "%s: known hosts %s: %s", c->where, c->o->known_hosts, strerror(errno));
-	}
-	if (!S_ISREG(st.st_mode))
-		return lm_err(err, LM_EINPUT, "%s: known hosts %s: not a regular file", c->where, c->o->known_hosts);
-	if ((f = fopen(c->o->known_hosts, "re")) == NULL) {
-		if (errno == EMFILE || errno == ENFILE)
-			ssh_nofds_note();
-		return lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s: %s", c->where, c->o->known_hosts,
-		    strerror(errno));
-	}
-	snprintf(bracketed, sizeof bracketed, "[%s]:%d", key_name(c), key_port(c));
-	while (rc == LM_OK && (n = getline(&line, &cap, f)) > 0)
-		if (known_line_maybe(line, key_name(c), bracketed) &&
-		    libssh2_knownhost_readline(kh, line, (size_t)n, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0)
-			rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s", c->where, c->o->known_hosts);
-	if (rc == LM_OK && ferror(f))
-		rc = lm_err(err, LM_EINPUT, "%s: cannot read known hosts %s: %s", c->where, c->o->known_hosts,
-		    strerror(errno));
-	free(line);
-	fclose(f);
-	return rc;
-}
-
-/* MATCH, MISMATCH (*found: the entry the key differs from) or NOTFOUND. libssh2 answers
- * NOTFOUND for a host known only by another key type; OpenSSH calls that a changed key, and
- * so does this: asked again with no key type in the mask, libssh2 compares the key with every
- * entry for the name (hashed ones included), so any entry of any type makes it a mismatch. */
-static int
-known_check(ssh_conn *c, LIBSSH2_KNOWNHOSTS *kh, const char *key, size_t len, int mask,
-    struct libssh2_knownhost **found)
-{
-	int r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask, found);
-
-	if (r != LIBSSH2_KNOWNHOST_CHECK_NOTFOUND)
-		return r;
-	r = libssh2_knownhost_checkp(kh, key_name(c), key_port(c), key, len, mask & ~LIBSSH2_KNOWNHOST_KEY_MASK, found);
-	return r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH ? r : LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
 }
 
 /* OpenSSH's name of a libssh2 host key type. */
@@ -455,18 +334,50 @@ done:
 	return rc;
 }
 
+/* The known_hosts verdict on the offered key (hostfile.h) into *r: LM_OK for a match or an
+ * unknown key (r->status says which), else a refusal, why and err saying what it is: a changed
+ * key (both fingerprints, and the line), a revoked one (the line), or a file that cannot be read.
+ * meanwhile: said of a changed key found on the check under the lock. */
+static int
+known_verdict(ssh_conn *c, hostfile_result *r, const char *key, size_t len, int type, const char *meanwhile,
+    int *why, char *err)
+{
+	char fp[64], old[64], typ[128] = "", msg[LM_ERRLEN];
+	int rc = hostfile_check(r, c->o->known_hosts, c->o->host, c->o->port, c->o->host_key_alias,
+	    (const unsigned char *)key, len, msg);
+
+	*why = rc == LM_OK && r->status != HOSTFILE_MATCH && r->status != HOSTFILE_UNKNOWN ? SSH_HOSTKEY_MISMATCH
+	    : SSH_HOSTKEY_UNKNOWN;
+	if (rc != LM_OK) {
+		if (r->sys_errno == EMFILE || r->sys_errno == ENFILE)
+			ssh_nofds_note();
+		return lm_err(err, rc, "%s: %s", c->where, msg);
+	}
+	ssh_fingerprint(fp, (const unsigned char *)key, len);
+	if (r->status == HOSTFILE_REVOKED)
+		return lm_err(err, LM_EFAIL, "%s: HOST KEY REVOKED: the guest offers %s, which %s marks @revoked at line "
+		    "%lu%s; refusing", c->where, fp, c->o->known_hosts, r->line, meanwhile);
+	if (r->status != HOSTFILE_CHANGED)
+		return LM_OK;
+	ssh_fingerprint(old, r->old, r->old_len);
+	if (r->other_types)
+		snprintf(typ, sizeof typ, " (%s; the host is known only by other key types)", key_type_name(type));
+	return lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s%s but %s has %s at line %lu%s; refusing "
+	    "(if the guest was really rebuilt, remove its line from %s)", c->where, fp, typ, c->o->known_hosts, old,
+	    r->line, meanwhile, c->o->known_hosts);
+}
+
 /* Adds a host key to known_hosts. Workers of one run and other runs may add keys at the same
  * time: the file is read and checked again under a mutex and an flock on FILE.lock, then the
  * one line is appended, so no writer drops another's line and a key added meanwhile is
  * checked like any other. */
 static int
-add_known(ssh_conn *c, const char *name, const char *key, size_t len, int type, int mask, int *why, char *err)
+add_known(ssh_conn *c, const char *key, size_t len, int type, int *why, char *err)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	LIBSSH2_KNOWNHOSTS *kh;
-	struct libssh2_knownhost *found = NULL;
-	char lock[4200], fp[64], old[64];
-	int fd = -1, rc = LM_OK, r;
+	hostfile_result r;
+	char lock[4200];
+	int fd = -1, rc;
 
 	*why = SSH_HOSTKEY_UNKNOWN;
 	if (lm_fmt(lock, sizeof lock, "%s.lock", c->o->known_hosts) < 0)
@@ -478,22 +389,10 @@ add_known(ssh_conn *c, const char *name, const char *key, size_t len, int type, 
 		rc = lm_err(err, LM_EFAIL, "%s: %s", lock, strerror(errno));
 		goto done;
 	}
-	if ((kh = libssh2_knownhost_init(c->s)) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-		goto done;
-	}
-	if ((rc = read_known(c, kh, err)) == LM_OK) {
-		r = known_check(c, kh, key, len, mask, &found);
-		if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
-			ssh_fingerprint(fp, (const unsigned char *)key, len);
-			known_fingerprint(old, found && found->key ? found->key : "");
-			*why = SSH_HOSTKEY_MISMATCH;
-			rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s but %s has %s (added "
-			    "meanwhile); refusing", c->where, fp, c->o->known_hosts, old);
-		} else if (r != LIBSSH2_KNOWNHOST_CHECK_MATCH) /* else added meanwhile */
-			rc = append_known(c, name, key, len, type, err);
-	}
-	libssh2_knownhost_free(kh);
+	if ((rc = known_verdict(c, &r, key, len, type, " (added meanwhile)", why, err)) == LM_OK &&
+	    r.status == HOSTFILE_UNKNOWN) /* else added meanwhile */
+		rc = append_known(c, r.name, key, len, type, err);
+	hostfile_result_free(&r);
 done:
 	if (fd >= 0)
 		close(fd);
@@ -504,55 +403,28 @@ done:
 static int
 check_hostkey(ssh_conn *c, int *why, char *err)
 {
-	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(c->s);
-	struct libssh2_knownhost *found = NULL;
+	hostfile_result r;
 	const char *key;
+	char fp[64];
 	size_t len;
-	int type, mask, r, rc = LM_OK, port = key_port(c);
-	char fp[64], old[64], name[300], typ[128];
+	int type, rc;
 
 	*why = SSH_PROTOCOL;
-	if (kh == NULL)
-		return lm_err(err, LM_EFAIL, "%s: out of memory", c->where);
-	if ((key = libssh2_session_hostkey(c->s, &len, &type)) == NULL || key_type_name(type) == NULL) {
-		rc = lm_err(err, LM_EFAIL, "%s: no usable host key", c->where);
-		goto done;
-	}
-	mask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | ((type + 1) << LIBSSH2_KNOWNHOST_KEY_SHIFT);
-	ssh_fingerprint(fp, (const unsigned char *)key, len);
-	if ((rc = read_known(c, kh, err)) != LM_OK) {
-		*why = SSH_HOSTKEY_UNKNOWN;
-		goto done;
-	}
-	r = known_check(c, kh, key, len, mask, &found);
-	if (r == LIBSSH2_KNOWNHOST_CHECK_MATCH)
-		goto done;
-	if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
-		known_fingerprint(old, found && found->key ? found->key : "");
-		if (found && (found->typemask & LIBSSH2_KNOWNHOST_KEY_MASK) != ((type + 1) << LIBSSH2_KNOWNHOST_KEY_SHIFT))
-			snprintf(typ, sizeof typ, " (%s; the host is known only by other key types)",
-			    key_type_name(type));
-		else
-			typ[0] = '\0';
-		*why = SSH_HOSTKEY_MISMATCH;
-		rc = lm_err(err, LM_EFAIL, "%s: HOST KEY CHANGED: the guest offers %s%s but %s has %s; refusing "
-		    "(if the guest was really rebuilt, remove its line from %s)", c->where, fp, typ,
-		    c->o->known_hosts, old, c->o->known_hosts);
-		goto done;
-	}
-	if (!c->o->accept_new) {
-		*why = SSH_HOSTKEY_UNKNOWN;
+	if ((key = libssh2_session_hostkey(c->s, &len, &type)) == NULL || key_type_name(type) == NULL)
+		return lm_err(err, LM_EFAIL, "%s: no usable host key", c->where);
+	rc = known_verdict(c, &r, key, len, type, "", why, err);
+	if (rc == LM_OK && r.status == HOSTFILE_UNKNOWN && !c->o->accept_new) {
+		ssh_fingerprint(fp, (const unsigned char *)key, len);
 		rc = lm_err(err, LM_EFAIL, "%s: unknown host key %s (not in %s); pass --accept-new to trust it",
 		    c->where, fp, c->o->known_hosts);
-		goto done;
-	}
-	if (port == 22)
-		snprintf(name, sizeof name, "%s", key_name(c));
-	else
-		snprintf(name, sizeof name, "[%s]:%d", key_name(c), port);
-	rc = add_known(c, name, key, len, type, mask, why, err);
-done:
-	libssh2_knownhost_free(kh);
+	} else if (rc == LM_OK && r.status == HOSTFILE_UNKNOWN)
+		rc = add_known(c, key, len, type, why, err);
+	/* What was skipped: after a refusal's message, else for the caller (ssh_known_hosts_notes). */
+	if (r.notes.len && rc != LM_OK && strlen(err) < LM_ERRLEN - 1)
+		snprintf(err + strlen(err), LM_ERRLEN - strlen(err), " (known hosts lines skipped: %s)", r.notes.data);
+	else if (r.notes.len)
+		snprintf(c->notes, sizeof c->notes, "%s", r.notes.data);
+	hostfile_result_free(&r);
 	return rc;
 }
 
@@ -1133,6 +1005,12 @@ const char *
 ssh_where(const ssh_conn *c)
 {
 	return c->where;
+}
+
+const char *
+ssh_known_hosts_notes(const ssh_conn *c)
+{
+	return c->notes[0] ? c->notes : NULL;
 }
 
 void

@@ -71,8 +71,10 @@ int ssh_nofds_take(void);
  * On success *out belongs to the caller (ssh_close). On failure *why, when not NULL, gets one
  * of the SSH_* reasons and err says what happened; a changed host key shows both SHA-256
  * fingerprints and nothing is sent. o is copied; the strings it points to must outlive *out.
- * Host keys are added to known_hosts (accept_new) by appending one line under FILE.lock, as
- * OpenSSH does; a host known by any key type that offers a key matching none is a mismatch.
+ * Host keys are checked as OpenSSH checks them (net/hostfile.h: patterns, hashed names, @revoked;
+ * a host known by any key type that offers a key matching none is a mismatch, as is a revoked
+ * key, "HOST KEY REVOKED") and added to known_hosts (accept_new) by appending one line under
+ * FILE.lock, as OpenSSH does.
  * The handshake and authentication of all threads' connections go through one gate (8 per
  * core, 16 to 64 at once; one inside for over 3 s stops counting), entered only once the
  * guest's SSH banner has arrived, within the connection's own deadline: a guest that never
@@ -101,6 +103,10 @@ int64_t ssh_gate_wait_ms(const ssh_conn *c);
 struct _LIBSSH2_SESSION *ssh_session(ssh_conn *c);
 int ssh_fd(const ssh_conn *c);
 const char *ssh_where(const ssh_conn *c);
+/* The known_hosts lines the host-key check skipped that could be this host's (unreadable, or
+ * @cert-authority, which is not supported): "FILE:LINE: why; ...", or NULL. A refused connect
+ * says them at the end of its message instead. */
+const char *ssh_known_hosts_notes(const ssh_conn *c);
 
 typedef struct {
 	lm_buf out, err;    /* what the command printed; the caller frees with ssh_result_free */

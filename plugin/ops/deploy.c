@@ -66,12 +66,15 @@ cause_of(const cJSON *res)
 }
 
 /* The confirmation's wait and watch as install.sh used them ("confirm": {"timeout": N,
- * "settle": N}, whole seconds up to 3600), copied into o; nothing when it sent none. */
+ * "settle": N}, whole seconds up to 3600), copied into o, and the time to ready it measured
+ * ("readyMs": from the bootstrap to the workload's first 200, within that timeout); nothing of
+ * what it did not send. */
 static void
 add_confirm(cJSON *o, const cJSON *res)
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(res, "confirm");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "timeout"), *s = cJSON_GetObjectItemCaseSensitive(c, "settle");
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(res, "readyMs");
 	cJSON *n;
 
 	if (!cJSON_IsNumber(t) || !cJSON_IsNumber(s) || t->valuedouble < 0 || t->valuedouble > 3600 ||
@@ -79,6 +82,8 @@ add_confirm(cJSON *o, const cJSON *res)
 		return;
 	cJSON_AddNumberToObject(n, "timeout", (double)(int)t->valuedouble);
 	cJSON_AddNumberToObject(n, "settle", (double)(int)s->valuedouble);
+	if (cJSON_IsNumber(ms) && ms->valuedouble >= 0 && ms->valuedouble <= 3600000.0)
+		cJSON_AddNumberToObject(o, "readyMs", (double)(long)ms->valuedouble);
 }
 
 /* The stock probe's answer last recorded for this image version (last: the key's last deploy or

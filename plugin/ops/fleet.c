@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "net/ssh.h"
 #include "ops/rollback.h"
@@ -72,6 +73,7 @@ typedef struct {
 	const char *why;              /* why the run stopped */
 	guest_target **targets;
 	cJSON **results;
+	int64_t *t0;                  /* when each VM started (lm_now_ms), 0 when it did not */
 	fleet_fn fn;
 	const session_opts *o;
 	const fleet_opts *f;
@@ -221,11 +223,30 @@ fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *ctx)
 	pthread_attr_destroy(&at);
 }
 
+void
+fleet_stamp(cJSON *res, int64_t t0)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char when[32];
+
+	if (t0 == 0 || res == NULL)
+		return;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!cJSON_HasObjectItem(res, "seconds"))
+		cJSON_AddNumberToObject(res, "seconds", (double)(lm_now_ms() - t0) / 1000.0);
+	if (!cJSON_HasObjectItem(res, "time"))
+		cJSON_AddStringToObject(res, "time", when);
+}
+
 /* Stores VM i's result, counts it against the budget (unless the controller itself ran out of
  * file descriptors: not the VM's fault) and reports it. Under r->mu. */
 static void
 settle(run *r, size_t i, cJSON *res, int ours)
 {
+	if (r->t0)
+		fleet_stamp(res, r->t0[i]);
 	r->results[i] = res;
 	r->done++;
 	if (fleet_failed(res) && !ours) {
@@ -402,6 +423,8 @@ run_vm(void *arg, size_t k)
 		return;
 	}
 	atomic_fetch_add(&running, 1);
+	if (r->t0)
+		r->t0[i] = lm_now_ms();
 	pthread_mutex_unlock(&r->mu);
 	if (r->f->started)
 		r->f->started(r->f->progress_ctx, i);
@@ -497,7 +520,7 @@ int
 fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const session_opts *o, const fleet_opts *f)
 {
 	run r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .n = n, .targets = targets, .results = results, .fn = fn, .o = o,
-		.f = f};
+		.f = f, .t0 = calloc(n ? n : 1, sizeof(int64_t))};
 	size_t size;
 
 	if (f->canary > 0) {
@@ -525,5 +548,6 @@ fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const 
 		}
 	if (r.stopped && f->rollback_on_fail && !interrupted)
 		fleet_each(n, f->parallel, roll_back_vm, &r);
+	free(r.t0);
 	return r.stopped;
 }

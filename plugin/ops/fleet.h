@@ -82,7 +82,14 @@ void fleet_each(size_t n, int parallel, void (*fn)(void *ctx, size_t i), void *c
  * and is not counted against the budget. */
 int fleet_failed(const cJSON *result);
 
-/* Runs fn on targets[0..n); results[i] (caller frees) gets each VM's result. A VM not started
+/* Adds to a VM's result, unless it has them, "seconds" (from t0, an lm_now_ms() time, to now, to
+ * the millisecond) and "time" (now, UTC, as a ledger record's); nothing when t0 is 0 (it never
+ * started). What a test report or a metric of the VM shows (fleet_run calls it; so does a command
+ * that runs one VM itself). */
+void fleet_stamp(cJSON *res, int64_t t0);
+
+/* Runs fn on targets[0..n); results[i] (caller frees) gets each VM's result, and a VM that
+ * started gets "seconds" and "time" (fleet_stamp) as it is settled, before progress sees it. A VM not started
  * because the run stopped (the budget, the canary, fleet_interrupt) is "skipped"; a rolled-back one keeps its deploy result under
  * "deploy" and has state "rolled-back". Returns 1 when the run stopped early, else 0. */
 int fleet_run(cJSON **results, guest_target **targets, size_t n, fleet_fn fn, const session_opts *o,

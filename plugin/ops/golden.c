@@ -13,6 +13,7 @@
 #include "net/lume.h"
 #include "net/registry.h"
 #include "core/util.h"
+#include "ops/golden_publish.h"
 #include "ops/validate.h"
 #include "ops/verdicts.h"
 
@@ -23,7 +24,8 @@ static const char stamp_script[] =
     "cat >\"$t\" && mv -f \"$t\" \"$1/image.json\" || { rm -f \"$t\"; exit 1; }";
 
 static const char *const step_names[GOLDEN_NSTEPS] = {
-	"pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop", "push", "digest", "record", "attach", "delete",
+	"pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop", "push", "digest", "tag", "record", "attach",
+	"delete",
 };
 
 const char *
@@ -121,6 +123,10 @@ typedef struct {
 	char *cmd[GOLDEN_NSTEPS];       /* each step's command, for the plan and the result */
 	char repo[320], tag[160], reference[640];
 	const char *registry, *org;
+	golden_pushed pushed;           /* the push under its own tag (golden_publish.h) */
+	char push_ref[256];             /* IMAGE:<that tag>, as lume push takes it */
+	validate_opts vo;               /* the workload step's: deploy.validate, its pass deferred */
+	cJSON *vrec;                    /* that pass's record, filed under the pushed digest; owned */
 } build;
 
 /* Adds the step's entry; announce: its "start" progress line too. */
@@ -251,31 +257,34 @@ plan(build *g)
 		g->cmd[GOLDEN_STOP] = argv_text(a);
 	}
 	{
-		const char **a = calloc(o->ntags + 12, sizeof *a);
-		size_t n = 0;
+		const char *a[10] = {lume, "push", o->build, g->push_ref}; /* the build's own tag, none else */
+		size_t n = 4;
 
-		if (a == NULL)
-			return LM_EFAIL;
-		a[n++] = lume, a[n++] = "push", a[n++] = o->build, a[n++] = o->image_tag;
 		if (o->registry)
 			a[n++] = "--registry", a[n++] = o->registry;
 		if (o->organization)
 			a[n++] = "--organization", a[n++] = o->organization;
-		if (o->ntags) {
-			a[n++] = "--additional-tags";
-			for (size_t i = 0; i < o->ntags; i++)
-				a[n++] = o->tags[i];
-		}
 		g->cmd[GOLDEN_PUSH] = argv_text(a);
-		free(a);
 	}
 	loopback = strncmp(g->registry, "127.", 4) == 0 || strncmp(g->registry, "localhost", 9) == 0 ||
 	    strncmp(g->registry, "[::1]", 5) == 0;
-	if (lm_buf_addf(&b, "HEAD %s://%s/v2/%s/manifests/%s (Docker-Content-Digest)", loopback ? "http" : "https",
-	    g->registry, g->repo, g->tag) == 0)
+	if (lm_buf_addf(&b, "GET %s://%s/v2/%s/manifests/%s: the manifest lume pushed, its digest the SHA-256 of its "
+	    "bytes", loopback ? "http" : "https", g->registry, g->repo, g->pushed.tag) == 0)
 		g->cmd[GOLDEN_DIGEST] = b.data;
 	else
 		lm_buf_free(&b);
+	b = (lm_buf){0};
+	if (lm_buf_addf(&b, "PUT %s://%s/v2/%s/manifests/%s", loopback ? "http" : "https", g->registry, g->repo,
+	    g->tag) == 0) {
+		int ok = 1;
+
+		for (size_t i = 0; i < o->ntags && ok; i++)
+			ok = lm_buf_addf(&b, ", %s", o->tags[i]) == 0;
+		if (ok && lm_buf_addf(&b, ": those bytes; DELETE .../manifests/%s where the registry deletes tags; GET "
+		    "each tag back: it must name the pushed digest", g->pushed.tag) == 0)
+			g->cmd[GOLDEN_TAG] = b.data, b.data = NULL;
+	}
+	lm_buf_free(&b);
 	g->cmd[GOLDEN_RECORD] = text(o->model ? "ledger %s/ledger: the workload's validate record and one record of "
 	    "kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as their label" : "ledger %s/ledger: "
 	    "one record of kind golden, verdict pass, under imageDigest <the pushed digest>, image %s as its label",
@@ -388,7 +397,9 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 		cJSON_AddStringToObject(rec, "baseDigest", base);
 	else
 		cJSON_AddNullToObject(rec, "baseDigest");
-	ledger_add_str(rec, "source", o->pull ? o->pull : o->source);
+	ledger_add_str(rec, "sourceVm", o->source); /* not "source": imported records say "registry" there */
+	if (o->pull)
+		ledger_add_str(rec, "pull", o->pull);
 	cJSON_AddStringToObject(rec, "payloadSha256", o->deploy.info->sha256);
 	ledger_add_str(rec, "profile", o->deploy.info->profile);
 	ledger_add_str(rec, "workload", o->deploy.info->workload);
@@ -403,38 +414,27 @@ record_new(build *g, const cJSON *dep, const char *digest, const char *base)
 	return rec;
 }
 
-/* The workload validation's record, which validate_one wrote under the build VM's key (the
- * base image's), filed again under key (the pushed image's), labelled with the reference and
- * the digest as the golden record is: a VM pulled from the tag then passes the validate gate of
- * a workload with "requireValidation" without running llama-perplexity again. Nothing to do
- * without --model. */
+/* The workload validation's passing record, which validate_one handed back instead of writing
+ * it under the build VM's key (vo.defer_pass), filed once, under key (the pushed image's),
+ * labelled with the reference and the digest as the golden record is: a VM pulled from the tag
+ * then passes the validate gate of a workload with "requireValidation" without running
+ * llama-perplexity again. Nothing to do without --model. */
 static int
 record_validation(build *g, const cJSON *key, const char *digest, char *err)
 {
-	const cJSON *val = cJSON_GetObjectItemCaseSensitive(g->r, "validate"), *v;
-	cJSON *last = NULL;
-	const ledger_want w = validate_want(g->o->deploy.info);
-	int rc;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(g->vrec, "verdict");
 
-	if (val == NULL)
+	if (cJSON_GetObjectItemCaseSensitive(g->r, "validate") == NULL)
 		return LM_OK;
-	if ((rc = ledger_load_verdict(&last, NULL, g->o->deploy.state, cJSON_GetObjectItemCaseSensitive(val, "key"),
-	    &w, err)) != LM_OK)
-		return rc;
-	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
 	if (!cJSON_IsString(v) || strcmp(v->valuestring, "pass") != 0)
-		rc = lm_err(err, LM_EFAIL, "the build VM's passing validate record is not in the ledger");
-	else {
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "noDigest");
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "image");
-		cJSON_DeleteItemFromObjectCaseSensitive(last, "digest");
-		ledger_add_str(last, "image", g->reference);
-		cJSON_AddStringToObject(last, "digest", digest);
-		cJSON_AddStringToObject(last, "golden", "validated on the build VM before the push");
-		rc = ledger_append(g->o->deploy.state, key, last, err);
-	}
-	cJSON_Delete(last);
-	return rc;
+		return lm_err(err, LM_EFAIL, "the build VM's validation handed back no passing record");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "noDigest");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "image");
+	cJSON_DeleteItemFromObjectCaseSensitive(g->vrec, "digest");
+	ledger_add_str(g->vrec, "image", g->reference);
+	cJSON_AddStringToObject(g->vrec, "digest", digest);
+	cJSON_AddStringToObject(g->vrec, "golden", "validated on the build VM before the push");
+	return ledger_append(g->o->deploy.state, key, g->vrec, err);
 }
 
 static void
@@ -473,6 +473,12 @@ run_on_build(build *g, int (*fn)(cJSON **, guest_target *, const session_opts *,
 
 	*res = NULL;
 	build_opts(d, g->o, pref, plen);
+	if (d->validate) {
+		/* A pass is filed once, under the pushed digest (record_validation); a fail at once. */
+		g->vo = *d->validate;
+		g->vo.defer_pass = 1;
+		d->validate = &g->vo;
+	}
 	if ((rc = guest_target_lume(&t, g->o->build, g->o->deploy.ssh.user, err)) != LM_OK)
 		return rc;
 	t->port = g->o->port;
@@ -565,6 +571,9 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	snprintf(g.repo, sizeof g.repo, "%s/%.*s", g.org, (int)(colon - o->image_tag), o->image_tag);
 	snprintf(g.tag, sizeof g.tag, "%s", colon + 1);
 	snprintf(g.reference, sizeof g.reference, "%s/%s:%s", g.registry, g.repo, g.tag);
+	if ((rc = golden_nonce_tag(&g.pushed, err)) != LM_OK)
+		return rc;
+	snprintf(g.push_ref, sizeof g.push_ref, "%.*s:%s", (int)(colon - o->image_tag), o->image_tag, g.pushed.tag);
 
 	if ((g.r = cJSON_CreateObject()) == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
@@ -690,6 +699,11 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 
 		step_start(&g, GOLDEN_WORKLOAD);
 		rc = run_on_build(&g, validate_one, &d, pref, sizeof pref, &val, msg);
+		g.vrec = val ? cJSON_DetachItemFromObjectCaseSensitive(val, "record") : NULL;
+		if (g.vrec) { /* the validation's own time, not the record step's */
+			now_utc(when);
+			cJSON_AddStringToObject(g.vrec, "time", when);
+		}
 		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
 		    strcmp(st, "validated") != 0) {
 			const char *m = kstr(val, "message");
@@ -733,7 +747,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	step_end(&g, "done", NULL);
 
 	step_start(&g, GOLDEN_PUSH);
-	if ((rc = lume_push(o->deploy.lume, o->build, o->image_tag, o->registry, o->organization, o->tags, o->ntags,
+	if ((rc = lume_push(o->deploy.lume, o->build, g.push_ref, o->registry, o->organization, NULL, 0,
 	    lm_now_ms() + GOLDEN_LONG_S * 1000, msg)) != LM_OK) {
 		char m2[LM_ERRLEN + 200];
 
@@ -745,26 +759,42 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	cJSON_ReplaceItemInObjectCaseSensitive(g.r, "pushed", cJSON_CreateTrue());
 	step_end(&g, "done", NULL);
 
+	/* The digest is the pushed manifest's, read from the tag only this run knows; the public tags
+	 * are pointed at those very bytes and read back before anything is recorded or signed. */
 	step_start(&g, GOLDEN_DIGEST);
-	{
-		registry_creds creds = {0};
-
-		if (registry_creds_from_env(&creds) < 0)
-			rc = lm_err(msg, LM_EFAIL, "out of memory");
-		else
-			rc = registry_manifest_digest(digest, g.registry, g.repo, g.tag, &creds, msg);
-		registry_creds_clear(&creds);
-	}
-	if (rc != LM_OK) {
-		char m2[LM_ERRLEN + 200];
+	if ((rc = golden_publish_resolve(&g.pushed, g.registry, g.repo, msg)) != LM_OK) {
+		char m2[LM_ERRLEN + 300];
 
 		snprintf(m2, sizeof m2, "pushed %s but could not read its digest from %s: %s; nothing recorded",
 		    o->image_tag, g.registry, msg);
 		rc = fail(&g, m2, LM_EFAIL, 0);
 		goto done;
 	}
+	memcpy(digest, g.pushed.digest, sizeof digest);
 	cJSON_AddStringToObject(g.r, "digest", digest);
 	step_end(&g, "done", digest);
+
+	step_start(&g, GOLDEN_TAG);
+	rc = golden_publish_point(&g.pushed, g.tag, o->tags, o->ntags, msg);
+	{
+		cJSON *pt = cJSON_AddObjectToObject(g.r, "pushTag");
+
+		cJSON_AddStringToObject(pt, "tag", g.pushed.tag);
+		cJSON_AddBoolToObject(pt, "removed", g.pushed.removed);
+		if (!g.pushed.removed)
+			cJSON_AddStringToObject(pt, "message", g.pushed.kept[0] ? g.pushed.kept : "not asked: the tagging failed");
+	}
+	if (rc != LM_OK) {
+		char m2[LM_ERRLEN + 400];
+
+		snprintf(m2, sizeof m2, "pushed %s as %s (%s) but could not tag it: %s; nothing recorded", o->image_tag,
+		    g.push_ref, digest, msg);
+		rc = fail(&g, m2, LM_EFAIL, 0);
+		goto done;
+	}
+	if (!g.pushed.removed)
+		snprintf(msg, sizeof msg, "%s stays (%.400s)", g.pushed.tag, g.pushed.kept);
+	step_end(&g, "done", g.pushed.removed ? NULL : msg);
 
 	step_start(&g, GOLDEN_RECORD);
 	if ((key = golden_key(cJSON_GetObjectItemCaseSensitive(dep, "key"), digest)) == NULL ||
@@ -817,6 +847,8 @@ done:
 	free(json);
 	cJSON_Delete(key);
 	cJSON_Delete(rec);
+	golden_pushed_free(&g.pushed);
+	cJSON_Delete(g.vrec);
 	for (int i = 0; i < GOLDEN_NSTEPS; i++)
 		free(g.cmd[i]);
 	return rc;

@@ -1,10 +1,12 @@
 /* golden: builds a validated golden image and publishes it. The source VM is never modified:
  * the build runs on a `lume clone` of it, which is started, deployed with full validation,
- * stamped (GUEST_ROOT/image.json), stopped, pushed, and deleted (unless keep). The pushed
- * manifest's digest is read back from the registry and the verdict is recorded once in the
+ * stamped (GUEST_ROOT/image.json), stopped, pushed under a tag of its own, tagged, and deleted
+ * (unless keep). The pushed manifest's digest is read from the push's own tag, the public tags
+ * are pointed at exactly that manifest (golden_publish.h), and the verdict is recorded once in the
  * ledger under it (kind "golden"), so every VM later pulled from the tag is known by it; with
- * deploy.validate, the workload step's validate record is filed under it too (first), so those
- * VMs pass the validate gate of a workload with "requireValidation".
+ * deploy.validate, the workload step's passing validate record is filed under it too (first),
+ * and only there: once, so those VMs pass the validate gate of a workload with
+ * "requireValidation" (a failing one is filed under the build VM's key, the base image's).
  * Never prints: progress goes through a callback. */
 #ifndef LM_GOLDEN_H
 #define LM_GOLDEN_H
@@ -18,11 +20,13 @@
 /* The steps, in order; GOLDEN_PULL only with a pull. */
 enum {
 	GOLDEN_PULL, GOLDEN_CLONE, GOLDEN_RUN, GOLDEN_SSH, GOLDEN_DEPLOY, GOLDEN_WORKLOAD, GOLDEN_STAMP,
-	GOLDEN_STOP, GOLDEN_PUSH, GOLDEN_DIGEST, GOLDEN_RECORD, GOLDEN_ATTACH, GOLDEN_DELETE, GOLDEN_NSTEPS
+	GOLDEN_STOP, GOLDEN_PUSH, GOLDEN_DIGEST, GOLDEN_TAG, GOLDEN_RECORD, GOLDEN_ATTACH, GOLDEN_DELETE, GOLDEN_NSTEPS
 };
 
 /* The step's name ("pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop",
- * "push", "digest", "record", "attach", "delete"). attach signs the records filed under the
+ * "push", "digest", "tag", "record", "attach", "delete"). push writes the build under a tag only
+ * this run knows, digest reads that manifest back, tag points IMAGE:TAG and the additional tags
+ * at it and checks they name it (ops/golden_publish.h). attach signs the records filed under the
  * pushed digest and attaches them to the image in its registry (ops/verdicts.h), when
  * deploy.verdicts names a signing key; skipped otherwise. */
 const char *golden_step_name(int step);
@@ -74,7 +78,8 @@ int golden_registry_ok(const char *s);
  * "image" (IMAGE:TAG), "reference" (REGISTRY/ORG/IMAGE:TAG), "registry", "state" ("published",
  * "validation-failed", "refused", "failed", or "planned" for a dry run), "message" when not
  * published, "pushed" (true once lume push succeeded), "digest" (the pushed manifest's, or
- * null), "baseDigest", "recorded", "attached" (verdicts_push's result, when a verdict was attached), "kept", "steps" (each {"step", "command", "state", "ms",
+ * null), "pushTag" ({"tag": the push's own tag, "removed": whether the registry deleted it,
+ * "message": why not}, once the tag step ran), "baseDigest", "recorded", "attached" (verdicts_push's result, when a verdict was attached), "kept", "steps" (each {"step", "command", "state", "ms",
  * "message"}), "deploy" (deploy_one's result), "key" (the golden record's ledger key) and
  * "record". Returns the exit class: LM_OK published (or planned), LM_EFAIL failed,
  * LM_EINPUT bad input (err says why; *out may be NULL), LM_EREFUSED refused by a gate. */

@@ -62,6 +62,8 @@ connect_vm(cJSON *r, guest_target *t, const session_opts *o)
 	}
 	if (t->host)
 		cJSON_AddStringToObject(r, "address", t->host);
+	if (ssh_known_hosts_notes(c) != NULL)
+		cJSON_AddStringToObject(r, "knownHostsNote", ssh_known_hosts_notes(c));
 	return c;
 }
 
@@ -236,20 +238,28 @@ session_record_new(const char *kind, const guest_target *t, const session_opts *
 	return rec;
 }
 
+cJSON *
+session_record_full(const cJSON *r, const cJSON *rec)
+{
+	static const char *const who[] = {"image", "hostSource", "hostNote", "hostPreference", "noDigest", "guestClaims"};
+	cJSON *full = cJSON_Duplicate(rec, 1);
+	const cJSON *v;
+
+	for (size_t i = 0; full && i < sizeof who / sizeof who[0]; i++)
+		if ((v = cJSON_GetObjectItemCaseSensitive(r, who[i])) != NULL && !cJSON_HasObjectItem(full, who[i]))
+			cJSON_AddItemToObject(full, who[i], cJSON_Duplicate(v, 1));
+	return full;
+}
+
 /* Writes rec under key, with who the VM is as vm_open put it in r (add_identity: every kind
  * of record carries it); a ledger failure turns a good result into "failed". */
 void
 session_record(cJSON *r, const session_opts *o, const cJSON *key, const cJSON *rec)
 {
-	static const char *const who[] = {"image", "hostSource", "hostNote", "hostPreference", "noDigest", "guestClaims"};
-	cJSON *full = cJSON_Duplicate(rec, 1);
-	const cJSON *v;
+	cJSON *full = session_record_full(r, rec);
 	char err[LM_ERRLEN];
 	int rc;
 
-	for (size_t i = 0; full && i < sizeof who / sizeof who[0]; i++)
-		if ((v = cJSON_GetObjectItemCaseSensitive(r, who[i])) != NULL && !cJSON_HasObjectItem(full, who[i]))
-			cJSON_AddItemToObject(full, who[i], cJSON_Duplicate(v, 1));
 	rc = full ? ledger_append(o->state, key, full, err) : lm_err(err, LM_EFAIL, "out of memory");
 	cJSON_Delete(full);
 	if (rc != LM_OK) {

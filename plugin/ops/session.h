@@ -88,6 +88,10 @@ int session_run_script(cJSON *r, ssh_conn *c, const char *script, const char *ar
  * "controller") and, when o->info is set, the payload's "payloadSha256", "profile", "workload"
  * and "target". */
 cJSON *session_record_new(const char *kind, const guest_target *t, const session_opts *o);
+/* A copy of rec (caller frees; NULL out of memory) with who the VM is as session_open put it in
+ * r ("image", "hostSource", "hostNote", "hostPreference", "noDigest", "guestClaims"): the
+ * record session_record writes. */
+cJSON *session_record_full(const cJSON *r, const cJSON *rec);
 /* Appends rec under key, with who the VM is as session_open put it in r (every kind of record
  * carries it); a ledger failure turns r into "failed". */
 void session_record(cJSON *r, const session_opts *o, const cJSON *key, const cJSON *rec);

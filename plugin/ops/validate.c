@@ -30,189 +30,6 @@ static const char prep_script[] =
 static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
 static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
 
-void
-validate_workload_read(validate_workload *out, const cJSON *w)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "validation"), *x;
-
-	out->required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "requireValidation"));
-	out->text = NULL;
-	out->th = (validate_thresholds){VALIDATE_MAX_MEAN_KLD, VALIDATE_MIN_SAME_TOP, VALIDATE_MAX_PPL_DEV,
-		VALIDATE_CONTEXT, VALIDATE_CHUNKS};
-	if (!cJSON_IsObject(v))
-		return;
-	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "maxMeanKld")))
-		out->th.max_mean_kld = x->valuedouble;
-	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "minSameTopPercent")))
-		out->th.min_same_top = x->valuedouble;
-	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "maxPplRatioDeviation")))
-		out->th.max_ppl_dev = x->valuedouble;
-	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "context")))
-		out->th.context = x->valueint;
-	if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(v, "chunks")))
-		out->th.chunks = x->valueint;
-	if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(v, "text")))
-		out->text = x->valuestring;
-}
-
-/* The labels read, as llama-perplexity prints them with whitespace runs as one space. */
-enum { F_PPL_Q, F_PPL_BASE, F_RATIO, F_KLD_MEAN, F_KLD_MAX, F_KLD_999, F_SAME_TOP, F_N };
-static const struct {
-	const char *label;
-	double lo, hi;   /* the range a value must be in */
-	int required;
-} fields[F_N] = {
-	[F_PPL_Q] = {"Mean PPL(Q)", 0, INFINITY, 0},
-	[F_PPL_BASE] = {"Mean PPL(base)", 0, INFINITY, 0},
-	[F_RATIO] = {"Mean PPL(Q)/PPL(base)", 1e-9, INFINITY, 1},
-	[F_KLD_MEAN] = {"Mean KLD", -0.001, INFINITY, 1},
-	[F_KLD_MAX] = {"Maximum KLD", -0.001, INFINITY, 0},
-	[F_KLD_999] = {"99.9% KLD", -0.001, INFINITY, 1},
-	[F_SAME_TOP] = {"Same top p", 0, 100, 1},
-};
-
-#define LINE_MAX_LEN 4096
-
-/* The next line of [p, end): *n its length without \n, \r\n or \r; returns where the next
- * one starts. */
-static const char *
-next_line(const char *p, const char *end, size_t *n)
-{
-	const char *q = p;
-
-	while (q < end && *q != '\n' && *q != '\r')
-		q++;
-	*n = (size_t)(q - p);
-	if (q < end && *q == '\r')
-		q++;
-	if (q < end && *q == '\n')
-		q++;
-	return q;
-}
-
-int
-validate_parse(validate_stats *out, const char *text, size_t len, char *err)
-{
-	const char *p = text ? text : "", *end = p + (text ? len : 0);
-	double v[F_N];
-	int seen[F_N] = {0}, blocks = 0;
-
-	for (int i = 0; i < F_N; i++)
-		v[i] = NAN;
-	while (p < end) {
-		char label[64], num[64], line[LINE_MAX_LEN + 1];
-		size_t n, k = 0, i = 0;
-		const char *colon, *start = p;
-
-		p = next_line(p, end, &n);
-		if (n > LINE_MAX_LEN)
-			continue;
-		memcpy(line, start, n);
-		line[n] = '\0';
-		n = strlen(line); /* a NUL ends it */
-		if (strncmp(line, "======", 6) == 0 && strstr(line, "statistics") != NULL)
-			blocks++;
-		if ((colon = strchr(line, ':')) == NULL)
-			continue;
-		/* The label: leading blanks dropped, runs of blanks as one space, trailing ones dropped. */
-		for (const char *c = line; c < colon && k < sizeof label - 1; c++) {
-			if (*c == ' ' || *c == '\t') {
-				if (k > 0 && label[k - 1] != ' ')
-					label[k++] = ' ';
-			} else
-				label[k++] = *c;
-		}
-		while (k > 0 && label[k - 1] == ' ')
-			k--;
-		label[k] = '\0';
-		for (i = 0; i < F_N && strcmp(label, fields[i].label) != 0; i++)
-			;
-		if (i == F_N)
-			continue;
-		if (seen[i]++)
-			return lm_err(err, LM_EINPUT, "llama-perplexity printed \"%s\" twice", fields[i].label);
-		{
-			const char *c = colon + 1, *e = line + n;
-			size_t m = 0;
-			char *stop;
-
-			while (c < e && (*c == ' ' || *c == '\t'))
-				c++;
-			while (c < e && m < sizeof num - 1 && strchr("0123456789+-.eE", *c) != NULL)
-				num[m++] = *c++;
-			num[m] = '\0';
-			v[i] = m ? strtod(num, &stop) : NAN;
-			/* The number ends at a blank or the line's end: "0x1p-3" is not 0. */
-			if (m == 0 || *stop != '\0' || (c < e && *c != ' ' && *c != '\t') || !isfinite(v[i]) || v[i] < fields[i].lo || v[i] > fields[i].hi)
-				return lm_err(err, LM_EINPUT, "llama-perplexity's \"%s\" is not a number in its range: %.40s",
-				    fields[i].label, m ? num : "(none)");
-		}
-	}
-	if (blocks == 0 && !seen[F_RATIO] && !seen[F_KLD_MEAN] && !seen[F_KLD_999] && !seen[F_SAME_TOP])
-		return lm_err(err, LM_EINPUT, "llama-perplexity printed no statistics block: it compared fewer than 100 "
-		    "token positions; raise --chunks (each chunk of context c gives c - 1 - c/2 positions)");
-	for (int i = 0; i < F_N; i++)
-		if (fields[i].required && !seen[i])
-			return lm_err(err, LM_EINPUT, "llama-perplexity's statistics have no \"%s\" line", fields[i].label);
-	*out = (validate_stats){v[F_PPL_Q], v[F_PPL_BASE], v[F_RATIO], v[F_KLD_MEAN], v[F_KLD_MAX], v[F_KLD_999],
-		v[F_SAME_TOP]};
-	return LM_OK;
-}
-
-void
-validate_parse_build(char out[201], const char *text, size_t len)
-{
-	const char *p = text ? text : "", *end = p + (text ? len : 0);
-
-	out[0] = '\0';
-	while (p < end) {
-		const char *line = p;
-		size_t n, k = 0;
-
-		p = next_line(p, end, &n);
-		if (n < 7 || memcmp(line, "build: ", 7) != 0)
-			continue;
-		for (size_t i = 7; i < n && k < 200; i++)
-			out[k++] = (unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f ? line[i] : '?';
-		out[k] = '\0';
-		return;
-	}
-}
-
-static void
-reason(cJSON *reasons, const char *fmt, double a, double b)
-{
-	char s[200];
-
-	if (reasons == NULL)
-		return;
-	snprintf(s, sizeof s, fmt, a, b);
-	cJSON_AddItemToArray(reasons, cJSON_CreateString(s));
-}
-
-/* Slack for the figures' binary rounding: 1.01 - 1 is 0.010000000000000009. */
-#define SLACK 1e-9
-
-int
-validate_verdict(cJSON *reasons, const validate_stats *s, const validate_thresholds *th)
-{
-	int pass = 1;
-
-	if (!(s->kld_mean <= th->max_mean_kld + SLACK)) {
-		reason(reasons, "mean KLD %.6f is above %g", s->kld_mean, th->max_mean_kld);
-		pass = 0;
-	}
-	if (!(s->same_top >= th->min_same_top - SLACK)) {
-		reason(reasons, "same top token %.3f%% is below %g%%", s->same_top, th->min_same_top);
-		pass = 0;
-	}
-	if (!(fabs(s->ppl_ratio - 1) <= th->max_ppl_dev + SLACK)) {
-		reason(reasons, "PPL(Q)/PPL(base) %.6f is not within %g of 1", s->ppl_ratio, th->max_ppl_dev);
-		pass = 0;
-	}
-	return pass;
-}
-
 static void
 add_num(cJSON *o, const char *k, double v)
 {
@@ -292,7 +109,7 @@ last_line(const lm_buf *b, const char *prefix, size_t *n)
 		const char *line = p;
 		size_t ln;
 
-		p = next_line(p, end, &ln);
+		p = validate_next_line(p, end, &ln);
 		if (ln > pl && memcmp(line, prefix, pl) == 0)
 			best = line + pl, *n = ln - pl;
 	}
@@ -344,7 +161,7 @@ prep_parse(char **lp, char model_sha[65], char text_sha[65], const lm_buf *b)
 		if (p >= end)
 			return LM_EINPUT;
 		line[i] = p;
-		p = next_line(p, end, &n[i]);
+		p = validate_next_line(p, end, &n[i]);
 	}
 	if (n[0] == 0 || n[0] > 4095 || n[1] != 64 || n[2] != 64)
 		return LM_EINPUT;
@@ -396,10 +213,11 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	lm_buf cmdline = {0};
 	bench_metal ms = {0}, mh = {0};
 	validate_stats st;
-	char text_sha[65], gtext_sha[65], model_sha[65], msg[LM_ERRLEN], build[201], last[201], *dir = NULL, *lp = NULL;
+	char text_sha[65], gtext_sha[65], model_sha[65], msg[LM_ERRLEN], build[201], last[201], perr[401], *dir = NULL;
+	char *lp = NULL;
 	char ctx[16], chunks[16], text[4200], base[4200], rws[4200], evdir[4200];
 	int64_t t0 = lm_now_ms();
-	int rc = LM_EFAIL, pass, shim_ok;
+	int rc = LM_EFAIL, pass, shim_ok, shim_err;
 	uint64_t sent;
 
 	snprintf(ctx, sizeof ctx, "%d", v->th.context);
@@ -470,6 +288,15 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 			session_set_state(r, "failed", msg);
 			goto done;
 		}
+		/* It exits 0 after its own errors: a text too short for 2 x context tokens is the input's. */
+		if (validate_parse_errors(perr, stock.err.data, stock.err.len)) {
+			snprintf(msg, sizeof msg, "llama-perplexity (stock arm) failed (it exits 0 after its own errors): %s",
+			    perr);
+			session_set_state(r, "failed", msg);
+			if (strstr(perr, ": you need at least "))
+				cJSON_AddTrueToObject(r, "inputError");
+			goto done;
+		}
 	}
 	/* 2. Through run-with-shim: its logits against the stock ones. */
 	progress(v, t, "shim", "start", t0);
@@ -489,9 +316,18 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	validate_parse_build(build, stock.err.data, stock.err.len);
 	cJSON_AddItemToObject(val, "stockMetal", metal_json(&ms));
 	cJSON_AddItemToObject(val, "shimMetal", metal_json(&mh));
-	if (shim.code != 0) {
+	shim_err = shim.code == 0 ? validate_parse_errors(perr, shim.err.data, shim.err.len) : 0;
+	if (shim_err == 1) {
+		/* Its own error about its input (the base file, the context): nothing was compared. */
+		snprintf(msg, sizeof msg, "llama-perplexity (shim arm) failed (it exits 0 after its own errors): %s", perr);
+		session_set_state(r, "failed", msg);
+		goto done;
+	}
+	if (shim.code != 0 || shim_err) {
 		/* The shim broke the workload: a verdict on this image version. */
-		if (shim.code > 0)
+		if (shim_err)
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) could not evaluate the model: %s", perr);
+		else if (shim.code > 0)
 			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) exited %d: %s", shim.code,
 			    last_words(last, &shim.err));
 		else
@@ -510,14 +346,14 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	}
 	/* The comparison proves something only when the arms took different kernels. */
 	shim_ok = mh.simdgroup_mm == BENCH_YES && ms.simdgroup_mm == BENCH_NO;
-	if (shim.code == 0 && !shim_ok) {
+	if (shim.code == 0 && !shim_err && !shim_ok) {
 		if (mh.simdgroup_mm != BENCH_YES) {
 			char said[201];
 			int spoke = shim_said(said, &shim.err);
 
 			/* why the shim arm stayed stock, in the shim's own words when it said any */
-			snprintf(msg, sizeof msg, "the shim arm did not take the simdgroup paths (ggml_metal_device_init: "
-			    "simdgroup matrix mul. is not true): nothing was compared; %s%s", spoke ? "the shim said: " : "",
+			snprintf(msg, sizeof msg, "the shim arm did not take the simdgroup paths (%s: simdgroup matrix mul. is "
+			    "not true): nothing was compared; %s%s", mh.tag ? mh.tag : BENCH_METAL_TAG, spoke ? "the shim said: " : "",
 			    spoke ? said : "the shim said nothing (it was not loaded into the process, or not scoped to its name)");
 			cJSON_AddItemToArray(reasons, cJSON_CreateString(msg));
 		} else
@@ -603,7 +439,10 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 
 		session_set_state(r, "validation-failed", cJSON_IsString(first) ? first->valuestring : "validation failed");
 	}
-	session_record(r, o, s->key, rec);
+	if (pass && v->defer_pass)
+		cJSON_AddItemToObject(r, "record", session_record_full(r, rec));
+	else
+		session_record(r, o, s->key, rec);
 	rc = pass && strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ? LM_OK
 	    : LM_EFAIL;
 done:

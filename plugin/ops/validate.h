@@ -52,6 +52,10 @@ typedef struct {
  * its schema; absent fields take the defaults above. */
 void validate_workload_read(validate_workload *out, const cJSON *workload);
 
+/* The next line of [p, end): *n its length without \n, \r\n or \r; returns where the next one
+ * starts. */
+const char *validate_next_line(const char *p, const char *end, size_t *n);
+
 /* What llama-perplexity printed. NAN for a figure it did not print. */
 typedef struct {
 	double ppl_q, ppl_base, ppl_ratio;  /* Mean PPL(Q), Mean PPL(base), Mean PPL(Q)/PPL(base) */
@@ -67,7 +71,24 @@ typedef struct {
  * >= -0.001, a percentage 0..100). Lines over 4096 bytes and unknown lines are skipped. */
 int validate_parse(validate_stats *out, const char *text, size_t len, char *err);
 
-/* llama.cpp's "build: 6325 (abc1234) with ..." line from text (its stderr), without "build: ",
+/* llama-perplexity's own error lines in text (its stderr, len bytes), the LOG_ERR lines of
+ * tools/perplexity/perplexity.cpp's perplexity() and kl_divergence() after which it exits 0:
+ * "perplexity: you need at least N tokens ...", "... tokenizes to only N tokens", "failed to
+ * open", "does not look like a file containing log-probabilities", "has been computed with",
+ * "failed reading", "inconsistent vocabulary", and the model's evaluation failing,
+ * "kl_divergence : failed to eval" and "failed to decode". out gets them printable, joined by
+ * "; " (at most 400 bytes). Returns 0 when there is none, 1 when there are, 2 when one of them
+ * is the evaluation's. */
+int validate_parse_errors(char out[401], const char *text, size_t len);
+
+/* Refuses (LM_EINPUT, saying why) a validation text at path too short for context:
+ * llama-perplexity needs at least 2 x context tokens of it, and a token holds at least one byte,
+ * so a text of fewer than 2 x context - 2 bytes (a BOS token and a leading space may be added)
+ * cannot be enough. A longer one may still be: llama-perplexity's own "you need at least N
+ * tokens" (it exits 0 after it) is read from its stderr, and fails the validation. */
+int validate_text_check(const char *path, int context, char *err);
+
+/* llama.cpp's "build: 10167 (ee3d1b54c) with ..." line from text (its stderr), without "build: ",
  * printable ASCII only (anything else as '?') and at most 200 bytes; "" when there is none. */
 void validate_parse_build(char out[201], const char *text, size_t len);
 
@@ -94,6 +115,9 @@ typedef struct validate_opts {
 	validate_thresholds th;
 	validate_progress_fn progress;
 	void *progress_ctx;
+	int defer_pass;                /* a passing verdict is not written to the ledger: r gets the
+	                                * record, whole, under "record" (the caller files it: golden,
+	                                * under the pushed image's key); a fail is written as ever */
 } validate_opts;
 
 /* Validates on an open session s (session_open) with o->validate and the payload o->payload
@@ -101,8 +125,11 @@ typedef struct validate_opts {
  * removes the directory, writes the evidence and one ledger record under s->key. r gets
  * "state": "validated" (pass), "validation-failed" (a verdict of fail, recorded), or "failed"
  * or "timeout" (nothing recorded: no statistics, a stock arm that failed, bad input), with
- * "message", and "validation" holding the figures and verdict. Returns LM_OK on a pass,
- * LM_EFAIL otherwise. */
+ * "message", and "validation" holding the figures and verdict. llama-perplexity returns 0 after
+ * its own errors ("you need at least N tokens", "failed to open", ...): each arm's are read from
+ * its stderr; the stock arm's, and the shim arm's about its input, are "failed" (a text too short
+ * adds "inputError": true), the shim arm's "failed to eval" a verdict of fail. Returns LM_OK on a
+ * pass, LM_EFAIL otherwise. */
 int validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o);
 
 /* validate on one VM: connects (session_open) and runs validate_session. LM_OK with *out

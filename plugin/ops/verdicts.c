@@ -9,13 +9,10 @@
 
 #include "core/ledger.h"
 #include "core/util.h"
+#include "net/referrers.h"
 #include "net/registry.h"
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define OCI_INDEX "application/vnd.oci.image.index.v1+json"
-#define OCI_EMPTY "application/vnd.oci.empty.v1+json"
-/* The empty config ("{}") every artifact shares. */
-#define EMPTY_DIGEST "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 static const char *
 gstr(const cJSON *o, const char *k)
@@ -75,10 +72,8 @@ verdicts_ref_parse(verdicts_ref *out, const char *ref, const verdicts_cfg *cfg, 
 	return LM_OK;
 }
 
-/* The client for ref's repository, with that registry's own credentials and no other's
- * (registry_creds_for; *creds, cleared by the caller). */
-static int
-client_for(registry_client **c, registry_creds *creds, const verdicts_ref *vr, int push, const verdicts_cfg *cfg,
+int
+verdicts_client(registry_client **c, registry_creds *creds, const verdicts_ref *vr, int push, const verdicts_cfg *cfg,
     char *err)
 {
 	int rc = registry_creds_for(creds, vr->registry, cfg ? cfg->registry_default : NULL, cfg ? cfg->auth_file : NULL,
@@ -112,9 +107,8 @@ verdicts_allowed(const verdicts_cfg *cfg, const char *registry)
 	return 0;
 }
 
-/* The image manifest of vr (by digest when given, else its tag): *digest, its media type and size. */
-static int
-image_manifest(registry_client *c, const verdicts_ref *vr, const char *digest, char d[REGISTRY_DIGEST_LEN + 1],
+int
+verdicts_image(registry_client *c, const verdicts_ref *vr, const char *digest, char d[REGISTRY_DIGEST_LEN + 1],
     char mt[128], long long *size, char *err)
 {
 	char *body = NULL;
@@ -136,242 +130,31 @@ image_manifest(registry_client *c, const verdicts_ref *vr, const char *digest, c
 	return LM_OK;
 }
 
-/* What verdicts_push gathers from the ledger: per document of the digest, its key and records. */
-typedef struct {
-	const char *digest;
-	cJSON *docs; /* [{"key", "records"}] */
-} gather;
-
+/* The form of an artifact by its artifactType (a manifest's, or an index's descriptor's with its
+ * annotations): 1 a Sigstore bundle whose predicate type is a verdict's, 2 a plain DSSE envelope
+ * (what lume-metal pushed before bundles), 0 neither (another tool's bundle, or anything else). */
 static int
-gather_doc(const cJSON *doc, const char *path, void *arg)
+form_of(const cJSON *o)
 {
-	gather *g = arg;
-	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
-	const cJSON *last_dg = NULL, *last_v = NULL;
-	cJSON *e, *recs;
+	const char *t = gstr(o, "artifactType");
+	const char *pt = gstr(cJSON_GetObjectItemCaseSensitive(o, "annotations"), "dev.sigstore.bundle.predicateType");
 
-	(void)path;
-	if (gstr(key, "imageDigest") == NULL || strcmp(gstr(key, "imageDigest"), g->digest) != 0)
-		return 0;
-	/* The newest (by time) of each, made here: an imported record is its signer's, not ours to sign. */
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
-		const char *k = gstr(r, "kind");
-		const cJSON **slot;
-
-		if (k == NULL || ledger_is_imported(r) || (strcmp(k, "deploy") != 0 && strcmp(k, "golden") != 0 &&
-		    strcmp(k, "validate") != 0))
-			continue;
-		slot = strcmp(k, "validate") == 0 ? &last_v : &last_dg;
-		if (*slot == NULL || ledger_time_cmp(gstr(r, "time"), gstr(*slot, "time")) >= 0)
-			*slot = r;
-	}
-	if (last_dg == NULL && last_v == NULL)
-		return 0;
-	e = cJSON_CreateObject();
-	cJSON_AddItemToObject(e, "key", cJSON_Duplicate(key, 1));
-	recs = cJSON_AddArrayToObject(e, "records");
-	if (last_v)
-		cJSON_AddItemToArray(recs, cJSON_Duplicate(last_v, 1));
-	if (last_dg)
-		cJSON_AddItemToArray(recs, cJSON_Duplicate(last_dg, 1));
-	cJSON_AddItemToArray(g->docs, e);
-	return 0;
+	if (t != NULL && strcmp(t, VERDICT_BUNDLE_TYPE) == 0)
+		return pt != NULL && strcmp(pt, VERDICT_PREDICATE_TYPE) == 0;
+	return t != NULL && strcmp(t, VERDICT_ARTIFACT_TYPE) == 0 ? 2 : 0;
 }
 
-/* A descriptor {"mediaType", "digest", "size"} (and artifactType when given). */
-static cJSON *
-descriptor(const char *mt, const char *digest, long long size, const char *artifact_type)
-{
-	cJSON *d = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(d, "mediaType", mt);
-	cJSON_AddStringToObject(d, "digest", digest);
-	cJSON_AddNumberToObject(d, "size", (double)size);
-	if (artifact_type)
-		cJSON_AddStringToObject(d, "artifactType", artifact_type);
-	return d;
-}
-
-/* Adds the artifact's descriptor to the fallback tag's index (made when there is none). */
-static int
-fallback_add(registry_client *c, const char *image_digest, cJSON *desc, char *err)
-{
-	char tag[80], d[REGISTRY_DIGEST_LEN + 1], *body = NULL, *text = NULL;
-	size_t len = 0;
-	cJSON *idx = NULL, *list, *e;
-	const char *ad = gstr(desc, "digest");
-	int rc, i = 0;
-
-	snprintf(tag, sizeof tag, "sha256-%s", image_digest + 7);
-	if ((rc = registry_manifest_get(c, tag, REGISTRY_MANIFEST_MAX, &body, &len, d, err)) != LM_OK)
-		goto done;
-	if (body != NULL && (verdict_too_deep(body, len, VERDICT_DEPTH_MAX) ||
-	    (idx = cJSON_ParseWithLength(body, len)) == NULL || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(idx,
-	    "manifests")))) {
-		rc = lm_err(err, LM_EFAIL, "the fallback tag %s is not an image index: not changed", tag);
-		goto done;
-	}
-	if (idx == NULL) {
-		idx = cJSON_CreateObject();
-		cJSON_AddNumberToObject(idx, "schemaVersion", 2);
-		cJSON_AddStringToObject(idx, "mediaType", OCI_INDEX);
-		cJSON_AddArrayToObject(idx, "manifests");
-	}
-	list = cJSON_GetObjectItemCaseSensitive(idx, "manifests");
-	cJSON_ArrayForEach(e, list) {
-		if (gstr(e, "digest") && strcmp(gstr(e, "digest"), ad) == 0)
-			break;
-		i++;
-	}
-	if (e != NULL)
-		cJSON_DeleteItemFromArray(list, i); /* the same artifact again: moved to the end */
-	cJSON_AddItemToArray(list, cJSON_Duplicate(desc, 1));
-	if ((text = cJSON_PrintUnformatted(idx)) == NULL)
-		rc = lm_err(err, LM_EFAIL, "out of memory");
-	else
-		rc = registry_manifest_put(c, tag, OCI_INDEX, text, strlen(text), d, NULL, err);
-done:
-	free(body);
-	free(text);
-	cJSON_Delete(idx);
-	return rc;
-}
-
-int
-verdicts_push(cJSON **out, const char *state, const char *reference, const char *digest, const verdicts_cfg *cfg,
-    char *err)
-{
-	verdicts_ref vr;
-	verdict_key *k = NULL;
-	registry_client *c = NULL;
-	registry_creds creds = {0};
-	char d[REGISTRY_DIGEST_LEN + 1], mt[128], name[600], ed[REGISTRY_DIGEST_LEN + 1];
-	char gerr[LM_ERRLEN], *env = NULL, *mtext = NULL;
-	long long size = 0;
-	gather g = {NULL, NULL};
-	cJSON *arts, *e;
-	int rc, subject = 0, api = 0;
-
-	*out = NULL;
-	if ((rc = verdicts_ref_parse(&vr, reference, cfg, err)) != LM_OK)
-		return rc;
-	if (cfg == NULL || cfg->signing_key == NULL)
-		return lm_err(err, LM_EINPUT, "no signing key: `lume-metal key generate`, then signing-key=PATH in the config "
-		    "file");
-	if ((rc = verdict_key_load(&k, cfg->signing_key, 1, err)) != LM_OK)
-		return rc;
-	if ((rc = client_for(&c, &creds, &vr, 1, cfg, err)) != LM_OK)
-		goto done;
-	if ((rc = image_manifest(c, &vr, digest, d, mt, &size, err)) != LM_OK)
-		goto done;
-	snprintf(name, sizeof name, "%s/%s", vr.registry, vr.repo);
-	*out = cJSON_CreateObject();
-	cJSON_AddStringToObject(*out, "image", reference);
-	cJSON_AddStringToObject(*out, "repository", name);
-	cJSON_AddStringToObject(*out, "digest", d);
-	cJSON_AddStringToObject(*out, "signer", verdict_key_id(k));
-	arts = cJSON_AddArrayToObject(*out, "artifacts");
-	g.digest = d;
-	g.docs = cJSON_CreateArray();
-	if ((rc = ledger_each(state, gather_doc, &g, gerr)) != LM_OK && cJSON_GetArraySize(g.docs) == 0) {
-		rc = lm_err(err, rc, "%s", gerr);
-		goto done;
-	}
-	if (cJSON_GetArraySize(g.docs) == 0) {
-		rc = lm_err(err, LM_EINPUT, "no ledger records of %s@%s under %s/ledger: nothing to push (golden or validate "
-		    "records it first)", name, d, state);
-		goto done;
-	}
-	if ((rc = registry_blob_put(c, "{}", 2, ed, err)) != LM_OK)
-		goto done;
-	cJSON_ArrayForEach(e, g.docs) {
-		const cJSON *recs = cJSON_GetObjectItemCaseSensitive(e, "records"), *r, *key = cJSON_GetObjectItemCaseSensitive(e, "key");
-		cJSON *st = verdict_statement(name, d, reference, key, recs), *m, *layers, *layer, *ann, *a;
-		char bd[REGISTRY_DIGEST_LEN + 1], md[REGISTRY_DIGEST_LEN + 1], label[LEDGER_STR_MAX + 64];
-		const char *created = "1970-01-01T00:00:00Z";
-		size_t elen = 0;
-
-		/* Deterministic: the same records make the same artifact (Ed25519 signs deterministically). */
-		cJSON_ArrayForEach(r, recs)
-			if (gstr(r, "time") && strcmp(gstr(r, "time"), created) > 0)
-				created = gstr(r, "time");
-		free(env);
-		env = NULL;
-		if (st == NULL || (rc = verdict_sign(&env, &elen, st, k, err)) != LM_OK) {
-			if (st == NULL)
-				rc = lm_err(err, LM_EFAIL, "out of memory");
-			cJSON_Delete(st);
-			goto done;
-		}
-		cJSON_Delete(st);
-		if ((rc = registry_blob_put(c, env, elen, bd, err)) != LM_OK)
-			goto done;
-		m = cJSON_CreateObject();
-		cJSON_AddNumberToObject(m, "schemaVersion", 2);
-		cJSON_AddStringToObject(m, "mediaType", OCI_MANIFEST);
-		cJSON_AddStringToObject(m, "artifactType", VERDICT_ARTIFACT_TYPE);
-		cJSON_AddItemToObject(m, "config", descriptor(OCI_EMPTY, ed, 2, NULL));
-		layers = cJSON_AddArrayToObject(m, "layers");
-		cJSON_AddItemToArray(layers, layer = descriptor(VERDICT_ENVELOPE_TYPE, bd, (long long)elen, NULL));
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(layer, "annotations"), "org.opencontainers.image.title",
-		    "verdict.dsse.json");
-		cJSON_AddItemToObject(m, "subject", descriptor(mt, d, size, NULL));
-		ann = cJSON_AddObjectToObject(m, "annotations");
-		cJSON_AddStringToObject(ann, "org.opencontainers.image.created", created);
-		cJSON_AddStringToObject(ann, "dev.lume-metal.signer", verdict_key_id(k));
-		ledger_key_label(label, sizeof label, key, reference);
-		cJSON_AddStringToObject(ann, "dev.lume-metal.key", label);
-		free(mtext);
-		mtext = cJSON_PrintUnformatted(m);
-		if (mtext == NULL)
-			rc = lm_err(err, LM_EFAIL, "out of memory");
-		else { /* under its own digest: an artifact has no tag */
-			char hex[65];
-
-			lm_sha256_hex(hex, mtext, strlen(mtext));
-			snprintf(md, sizeof md, "sha256:%s", hex);
-			rc = registry_manifest_put(c, md, OCI_MANIFEST, mtext, strlen(mtext), md, &subject, err);
-		}
-		if (rc == LM_OK && !subject) {
-			cJSON *desc = descriptor(OCI_MANIFEST, md, (long long)strlen(mtext), VERDICT_ARTIFACT_TYPE);
-
-			cJSON_AddItemToObject(desc, "annotations", cJSON_Duplicate(ann, 1));
-			rc = fallback_add(c, d, desc, err);
-			cJSON_Delete(desc);
-		}
-		api |= subject;
-		cJSON_Delete(m);
-		if (rc != LM_OK)
-			goto done;
-		cJSON_AddItemToArray(arts, a = cJSON_CreateObject());
-		cJSON_AddStringToObject(a, "digest", md);
-		cJSON_AddStringToObject(a, "key", label);
-		cJSON_AddNumberToObject(a, "records", cJSON_GetArraySize(recs));
-	}
-	rc = LM_OK;
-done:
-	if (*out != NULL) {
-		cJSON_AddBoolToObject(*out, "referrersApi", api);
-		cJSON_AddNumberToObject(*out, "requests", registry_client_requests(c));
-	}
-	cJSON_Delete(g.docs);
-	free(env);
-	free(mtext);
-	registry_client_free(c);
-	registry_creds_clear(&creds);
-	verdict_key_free(k);
-	return rc;
-}
-
-/* One artifact of the index: read, checked, opened; its entry in arts. */
+/* One artifact of the index: read, checked, opened (as a bundle or a plain envelope, by its
+ * manifest's artifactType); its entry in arts. */
 static void
 fetch_one(registry_client *c, const char *artifact, const char *image_digest, const verdicts_cfg *cfg, cJSON *arts)
 {
 	cJSON *a = cJSON_CreateObject(), *m = NULL;
-	char *body = NULL, *env = NULL, d[REGISTRY_DIGEST_LEN + 1], err[LM_ERRLEN];
-	size_t len = 0, elen = 0;
+	char *body = NULL, *blob = NULL, d[REGISTRY_DIGEST_LEN + 1], err[LM_ERRLEN];
+	size_t len = 0, blen = 0;
 	const cJSON *layer, *sz;
-	const char *why = NULL;
+	const char *why = NULL, *t;
+	int bundle = 0;
 	verdict_opened vo;
 
 	memset(&vo, 0, sizeof vo);
@@ -383,26 +166,31 @@ fetch_one(registry_client *c, const char *artifact, const char *image_digest, co
 		why = "listed, but the registry has no such manifest";
 	else if (verdict_too_deep(body, len, VERDICT_DEPTH_MAX) || (m = cJSON_ParseWithLength(body, len)) == NULL)
 		why = "its manifest is not JSON, or nests too deep";
-	else if (gstr(m, "artifactType") == NULL || strcmp(gstr(m, "artifactType"), VERDICT_ARTIFACT_TYPE) != 0)
-		why = "its manifest's artifactType is not " VERDICT_ARTIFACT_TYPE;
+	else if ((t = gstr(m, "artifactType")) == NULL || ((bundle = strcmp(t, VERDICT_BUNDLE_TYPE) == 0) == 0 &&
+	    strcmp(t, VERDICT_ARTIFACT_TYPE) != 0))
+		why = "its manifest's artifactType is neither " VERDICT_BUNDLE_TYPE " nor " VERDICT_ARTIFACT_TYPE;
 	else if (gstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest") == NULL ||
 	    strcmp(gstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest"), image_digest) != 0)
 		why = "its subject is another image: refused";
 	else if (!cJSON_IsObject(layer = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "layers"), 0)) ||
-	    gstr(layer, "mediaType") == NULL || strcmp(gstr(layer, "mediaType"), VERDICT_ENVELOPE_TYPE) != 0 ||
-	    gstr(layer, "digest") == NULL)
-		why = "its first layer is not a DSSE envelope";
+	    gstr(layer, "mediaType") == NULL || gstr(layer, "digest") == NULL ||
+	    strcmp(gstr(layer, "mediaType"), bundle ? VERDICT_BUNDLE_TYPE : VERDICT_ENVELOPE_TYPE) != 0)
+		why = bundle ? "its first layer is not a Sigstore bundle v0.3" : "its first layer is not a DSSE envelope";
 	else if (!cJSON_IsNumber(sz = cJSON_GetObjectItemCaseSensitive(layer, "size")) || sz->valuedouble < 0 ||
 	    sz->valuedouble > VERDICT_ENVELOPE_MAX)
 		why = "its envelope is larger than the bound: refused";
-	else if (registry_blob_get(c, gstr(layer, "digest"), VERDICT_ENVELOPE_MAX, &env, &elen, err) != LM_OK)
+	else if (registry_blob_get(c, gstr(layer, "digest"), VERDICT_ENVELOPE_MAX, &blob, &blen, err) != LM_OK)
 		why = err;
 	if (why != NULL) {
 		cJSON_AddStringToObject(a, "status", "refused");
 		ledger_add_str(a, "reason", why);
 		goto done;
 	}
-	verdict_open(&vo, env, elen, image_digest, cfg ? cfg->trust : NULL);
+	if (bundle)
+		verdict_open_bundle(&vo, blob, blen, image_digest, cfg ? cfg->trust : NULL);
+	else
+		verdict_open(&vo, blob, blen, image_digest, cfg ? cfg->trust : NULL);
+	cJSON_AddStringToObject(a, "form", bundle ? "bundle" : "envelope");
 	cJSON_AddStringToObject(a, "status", verdict_status_name(vo.status));
 	if (vo.signer[0])
 		cJSON_AddStringToObject(a, "signer", vo.signer);
@@ -420,7 +208,7 @@ done:
 	verdict_opened_clear(&vo);
 	cJSON_Delete(m);
 	free(body);
-	free(env);
+	free(blob);
 }
 
 /* An artifact the index lists, with the time its annotation claims (a hint to read the newest
@@ -492,10 +280,10 @@ read_listed(registry_client *c, const cJSON *list, const char *image_digest, con
 	if ((v = calloc(cap, sizeof *v)) == NULL || (trusted = calloc(cap, sizeof *trusted)) == NULL)
 		goto done;
 	cJSON_ArrayForEach(e, list) {
-		const char *ad = gstr(e, "digest"), *t = gstr(e, "artifactType");
+		const char *ad = gstr(e, "digest");
 
 		at++;
-		if (t == NULL || strcmp(t, VERDICT_ARTIFACT_TYPE) != 0)
+		if (form_of(e) == 0)
 			continue;
 		if (ad == NULL || strncmp(ad, "sha256:", 7) != 0 || !lm_is_sha256(ad + 7)) {
 			not_read(arts, NULL, "refused", "the index lists a digest that is not sha256: and 64 hex");
@@ -538,23 +326,24 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 	verdicts_ref vr;
 	registry_client *c = NULL;
 	registry_creds creds = {0};
-	char d[REGISTRY_DIGEST_LEN + 1], mt[128], name[600], *idx_text = NULL;
-	size_t ilen = 0;
+	char d[REGISTRY_DIGEST_LEN + 1], mt[128], name[600];
 	long long size;
 	cJSON *idx = NULL;
 	const cJSON *list;
-	int rc, api = 0;
+	int rc, api = 0, truncated = 0;
 
 	*out = NULL;
 	if ((rc = verdicts_ref_parse(&vr, reference, cfg, err)) != LM_OK)
 		return rc;
-	if ((rc = client_for(&c, &creds, &vr, 0, cfg, err)) != LM_OK)
+	if ((rc = verdicts_client(&c, &creds, &vr, 0, cfg, err)) != LM_OK)
 		goto done;
 	if (digest != NULL || vr.digest[0])
 		snprintf(d, sizeof d, "%s", digest ? digest : vr.digest);
-	else if ((rc = image_manifest(c, &vr, NULL, d, mt, &size, err)) != LM_OK)
+	else if ((rc = verdicts_image(c, &vr, NULL, d, mt, &size, err)) != LM_OK)
 		goto done;
-	if ((rc = registry_referrers(c, d, VERDICT_ARTIFACT_TYPE, &idx_text, &ilen, &api, err)) != LM_OK)
+	/* Every referrer, unfiltered: verdicts come in two artifact types (bundles, and the plain
+	 * envelopes of older versions), and the API's filter takes one. */
+	if ((rc = referrers_list(c, d, &idx, &api, &truncated, err)) != LM_OK)
 		goto done;
 	snprintf(name, sizeof name, "%s/%s", vr.registry, vr.repo);
 	*out = cJSON_CreateObject();
@@ -562,20 +351,15 @@ verdicts_fetch(cJSON **out, const char *reference, const char *digest, const ver
 	cJSON_AddStringToObject(*out, "repository", name);
 	cJSON_AddStringToObject(*out, "digest", d);
 	cJSON_AddBoolToObject(*out, "referrersApi", api);
-	if (idx_text != NULL && (verdict_too_deep(idx_text, ilen, VERDICT_DEPTH_MAX) ||
-	    (idx = cJSON_ParseWithLength(idx_text, ilen)) == NULL ||
-	    !cJSON_IsArray(list = cJSON_GetObjectItemCaseSensitive(idx, "manifests")))) {
-		rc = lm_err(err, LM_EFAIL, "registry %s: the referrers of %s are not an image index: refused", vr.registry, d);
-		goto done;
-	}
 	list = idx ? cJSON_GetObjectItemCaseSensitive(idx, "manifests") : NULL;
+	cJSON_AddNumberToObject(*out, "listed", cJSON_GetArraySize(list));
+	cJSON_AddBoolToObject(*out, "truncated", truncated);
 	read_listed(c, list, d, cfg, known, cJSON_AddArrayToObject(*out, "artifacts"));
 	rc = LM_OK;
 done:
 	if (*out != NULL)
 		cJSON_AddNumberToObject(*out, "requests", registry_client_requests(c));
 	cJSON_Delete(idx);
-	free(idx_text);
 	registry_client_free(c);
 	registry_creds_clear(&creds);
 	return rc;

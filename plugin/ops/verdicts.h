@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/verdict.h"
+#include "net/registry.h"
 #include "ops/session.h"
 
 #define VERDICTS_ARTIFACTS_MAX 32    /* trusted artifacts of one image kept, the newest by signed time */
@@ -59,6 +60,16 @@ typedef struct {
 
 /* Parses ref into out. LM_EINPUT naming what is wrong. */
 int verdicts_ref_parse(verdicts_ref *out, const char *ref, const verdicts_cfg *cfg, char *err);
+
+/* The client for vr's repository (caller frees), with that registry's own credentials and no
+ * other's (registry_creds_for; *creds, cleared by the caller); push asks for push access. */
+int verdicts_client(registry_client **c, registry_creds *creds, const verdicts_ref *vr, int push,
+    const verdicts_cfg *cfg, char *err);
+
+/* The image manifest of vr (digest when not NULL, else vr's digest, else its tag): d its digest
+ * (of the bytes), mt its media type, *size its size. LM_EFAIL naming the registry. */
+int verdicts_image(registry_client *c, const verdicts_ref *vr, const char *digest, char d[REGISTRY_DIGEST_LEN + 1],
+    char mt[128], long long *size, char *err);
 
 /* Whether a lookup may go to registry (HOST[:PORT]) for a reference the operator did not give
  * (a guest's image.json): it is registry_default (ghcr.io when unset) or one of registries

@@ -7,7 +7,9 @@
 # on fresh guests and a fresh state:
 #   registry  an empty ledger, --verdicts registry: the verdict is looked up and imported
 #   local     the same verdict already in B's ledger (ledger pull before the timer), --verdicts local
-# and prints the median seconds of each, their difference, and the registry's requests per
+#   again     the verdict already in B's ledger, --verdicts registry: every run asks the registry
+#             again (a fail published later must reach it), reading nothing it has recorded
+# and prints the median seconds of each, their differences, and the registry's requests per
 # registry run (its access log): one lookup per image version, not per VM.
 #   dash scripts/bench-fleet.d/verdicts.sh [N] [RUNS]      (defaults 16 and 3)
 . "$(dirname "$0")/../../tests/lib.sh"
@@ -46,9 +48,10 @@ reset() {
 }
 reset
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal"
-"$LM" key generate "$T/key" >/dev/null || exit 1
-printf 'signing-key=%s\n' "$T/key" >"$T/cfg-A/lume-metal/config"
-printf 'trusted-key=%s.pub\n' "$T/key" >"$T/cfg-B/lume-metal/config"
+"$LM" key generate "$HOME/key" >/dev/null || exit 1 # under $HOME: trusted-key files are checked up to it
+# registry=: where the guests' image.json points, and the host the GITHUB_* credentials are for.
+printf 'signing-key=%s\nregistry=%s\n' "$HOME/key" "$R" >"$T/cfg-A/lume-metal/config"
+printf 'trusted-key=%s.pub\nregistry=%s\n' "$HOME/key" "$R" >"$T/cfg-B/lume-metal/config"
 # Controller A: one validation of the version, its verdict attached.
 XDG_CONFIG_HOME=$T/cfg-A validated "A validates vm1 once" vm1 --accept-new
 XDG_CONFIG_HOME=$T/cfg-A "$LM" ledger push "$R/org/img:1" --state "$T/state" >/dev/null || exit 1
@@ -61,8 +64,16 @@ deployB() {
 	[ "$(grep -c '"state":"deployed"' "$T/out-$1")" -eq "$N" ] || { cat "$T/out-$1" >&2; echo "bench: not all deployed" >&2; exit 1; }
 	echo "$t0 $t1" | awk '{printf "%.3f\n", $2 - $1}'
 }
+# deployB_again: deployB registry with the verdict already in B's ledger; its registry requests
+# go to $T/requests-again.
+deployB_again() {
+	before=$(grep -c '"GET /v2/\|"HEAD /v2/' "$T/reg/registry.log")
+	deployB registry
+	cp "$T/out-registry" "$T/out-again"
+	echo $(($(grep -c '"GET /v2/\|"HEAD /v2/' "$T/reg/registry.log") - before)) >>"$T/requests-again"
+}
 run=1
-: >"$T/times-registry" && : >"$T/times-local" && : >"$T/requests"
+: >"$T/times-registry" && : >"$T/times-local" && : >"$T/requests" && : >"$T/times-again" && : >"$T/requests-again"
 while [ "$run" -le "$RUNS" ]; do
 	reset
 	before=$(grep -c '"GET /v2/\|"HEAD /v2/' "$T/reg/registry.log")
@@ -74,6 +85,9 @@ while [ "$run" -le "$RUNS" ]; do
 	reset
 	XDG_CONFIG_HOME=$T/cfg-B "$LM" ledger pull "$R/org/img:1" --state "$T/state-B" >/dev/null || exit 1
 	deployB local >>"$T/times-local"
+	reset
+	XDG_CONFIG_HOME=$T/cfg-B "$LM" ledger pull "$R/org/img:1" --state "$T/state-B" >/dev/null || exit 1
+	deployB_again >>"$T/times-again"
 	run=$((run + 1))
 done
 med() { sort -n "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
@@ -82,8 +96,14 @@ printf 'deploy, verdict looked up in the registry (empty ledger): median %s s (%
 	"$(tr '\n' ' ' <"$T/times-registry")"
 printf 'deploy, verdict already in the ledger:                    median %s s (%s)\n' "$(med "$T/times-local")" \
 	"$(tr '\n' ' ' <"$T/times-local")"
-printf 'the lookup adds %s s\n' "$(echo "$(med "$T/times-registry") $(med "$T/times-local")" | awk '{printf "%.3f", $1 - $2}')"
+printf 'deploy, verdict in the ledger, registry asked again:     median %s s (%s)\n' "$(med "$T/times-again")" \
+	"$(tr '\n' ' ' <"$T/times-again")"
+printf 'the lookup adds %s s; asking again adds %s s\n' \
+	"$(echo "$(med "$T/times-registry") $(med "$T/times-local")" | awk '{printf "%.3f", $1 - $2}')" \
+	"$(echo "$(med "$T/times-again") $(med "$T/times-local")" | awk '{printf "%.3f", $1 - $2}')"
 printf 'registry requests per registry run (access log): %s; VMs that made the lookup: %s, that waited for it: %s of %s\n' \
 	"$(tr '\n' ' ' <"$T/requests")" "$lookups" "$shared" "$N"
+printf 'registry requests per run asking again: %s\n' "$(tr '\n' ' ' <"$T/requests-again")"
 grep -o '"verdicts":{[^}]*}' "$T/out-registry" | grep -v shared | head -n 1
+grep -o '"verdicts":{[^}]*}' "$T/out-again" | grep -v shared | head -n 1
 t_done

@@ -252,9 +252,10 @@ check_grep "... naming the VM" '\\"vm\\":\\"tahoe-c\\",\\"state\\":\\"unreachabl
 check "... the guests were deployed anyway" test "$(cur a1) $(cur b1)" = "releases/$A releases/$A"
 check_rc "... and their records are in the controller's ledger" 0 "$LM" ledger show --json --state "$T/ctl"
 cp "$T/.out" "$T/ctl2.json"
-check "... (payload A, tahoe-a and tahoe-b)" py "$T/ctl2.json" "$A" '
-recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"]]
-got = sorted(r.get("vm") for r in recs if r.get("payloadSha256") == sys.argv[2] and r["kind"] == "deploy")
-assert got == ["tahoe-a", "tahoe-b"], got'
+check "... (payload A, tahoe-a and tahoe-b, and A validated once: a verdict covers one payload)" py "$T/ctl2.json" "$A" '
+recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"] if r.get("payloadSha256") == sys.argv[2]]
+got = sorted(r.get("vm") for r in recs if r["kind"] == "deploy")
+assert got == ["tahoe-a", "tahoe-b"], got
+assert len([r for r in recs if r["kind"] == "validate" and r["verdict"] == "pass"]) == 1, recs'
 check "... and, the batch failed, Ansible ran no later play: the role's merge was needed" sh -c '! grep -q "PLAY \[Merge the fetched ledgers" "$1"' - "$T/play2.out"
 t_done

@@ -55,6 +55,21 @@ check_rc "rollback --to must be previous or none" 2 "$LM" rollback --to yesterda
 check_rc "ledger takes show or export" 2 "$LM" ledger frob
 check_rc "an empty ledger shows" 0 "$LM" ledger --state "$T/empty-state"
 check_grep "... that it is empty" '^no ledger records' "$T/.out"
+# golden records name the VM they were built from ("sourceVm"); an older ledger's golden record
+# has it as "source", which an imported record sets to "registry" (where it came from, no VM).
+mkdir -p "$T/gs/ledger"
+{
+	printf '{"format":1,"key":{"image":null,"imageDigest":"sha256:%s","guestOS":"26.5"},"records":[' "$(printf '%064d' 0)"
+	printf '{"kind":"golden","vm":"b1","verdict":"pass","time":"2026-08-09T18:00:00Z","sourceVm":"base-new"},'
+	printf '{"kind":"golden","vm":"b2","verdict":"pass","time":"2026-08-09T18:01:00Z","source":"base-old"},'
+	printf '{"kind":"golden","vm":"b3","verdict":"pass","time":"2026-08-09T18:02:00Z","source":"registry","signer":"sha256:ab"}]}\n'
+} >"$T/gs/ledger/g.json"
+check_rc "ledger show of golden records" 0 "$LM" ledger --state "$T/gs"
+cp "$T/.out" "$T/gs.out"
+check_grep "... names the VM a golden record was built from (sourceVm)" 'golden +pass +b1 .* built from base-new' "$T/.out"
+check_grep "... and an older ledger's \"source\" VM" 'golden +pass +b2 .* built from base-old' "$T/.out"
+check "... but not an imported record's \"source\":\"registry\" as a VM" sh -c \
+	'grep -E "golden +pass +b3" "$1" | grep -q "from the registry" && ! grep -q "built from registry" "$1"' - "$T/gs.out"
 check_rc "host takes status, enable or disable" 2 "$LM" host frob
 
 mkdir "$T/ro" && chmod 0555 "$T/ro"

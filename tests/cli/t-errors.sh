@@ -108,9 +108,41 @@ check_has "... there" '"ansible_user":"flagu"' "$T/.out"
 printf 'registry=r.example\norganization=acme\n' >"$CF"
 check_rc "golden --dry-run takes registry= and organization= of the config file" 0 "$LM" golden src img:tag --dry-run \
 	--model /m.gguf --target linux-sim --state "$T/state"
-check_has "... in the push" "img:tag --registry r.example --organization acme" "$T/.out"
+check_grep "... in the push (under golden's own tag)" "img:golden-[0-9a-f]{32} --registry r\.example --organization acme" "$T/.out"
 check_rc "... and --organization wins over it" 0 "$LM" golden src img:tag --dry-run --model /m.gguf --target linux-sim \
 	--state "$T/state" --organization mine
 check_has "... there" "--registry r.example --organization mine" "$T/.out"
+# ~/ is $HOME/ in every path key of the config file and in the path flags (the shell leaves
+# --state=~/x as typed): docs/verdicts.md's own setup line, signing-key=~/...
+H=$T/th
+mkdir -p "$H" && chmod 700 "$H"
+printf 'signing-key=~/.config/lume-metal/verdict-key\ntrusted-key=~/a.pub, ~/b.pub\n' >"$CF"
+check_rc "config with signing-key=~/... and --state=~/..." 0 env HOME="$H" "$LM" config --state='~/st' --identity='~/id'
+check_grep "... signing-key is under \$HOME" "^signing-key +$H/.config/lume-metal/verdict-key +config:" "$T/.out"
+check_grep "... each file of trusted-key too" "^trusted-key +$H/a.pub, $H/b.pub +config:" "$T/.out"
+check_grep "... and --state=~/st" "^state +$H/st +flag\$" "$T/.out"
+check_grep "... and --identity=~/id" "^identity +$H/id +flag\$" "$T/.out"
+# trusted-key files are strict (docs/verdicts.md): every key of a file is trusted, anything else
+# in it is refused with its line, and so is a file or folder others may write (sshd's StrictModes).
+for k in k k2; do HOME=$H "$LM" key generate "$H/$k" >/dev/null || not_ok "key generate $k"; done
+{ printf '# the CI key\n'; cat "$H/k.pub"; } >"$H/c.pub"
+printf 'trusted-key=~/c.pub\n' >"$CF"
+err "a trusted-key file with a comment line" 2 "ledger pull: trusted-key: $H/c.pub:1: not part of a public key" \
+	env HOME="$H" "$LM" ledger pull 127.0.0.1:9/org/x:1 --state "$T/state"
+printf 'trusted-key=%s\n' "$H/k" >"$CF"
+err "a private key as trusted-key" 2 "trusted-key: $H/k:1: a private key (PRIVATE KEY)" \
+	env HOME="$H" "$LM" ledger pull 127.0.0.1:9/org/x:1 --state "$T/state"
+cat "$H/k.pub" "$H/k2.pub" >"$H/two.pub"
+chmod 664 "$H/two.pub"
+printf 'trusted-key=~/two.pub\n' >"$CF"
+err "a group-writable trusted-key file" 2 "trusted-key: $H/two.pub: refused: a trusted-key file must be owned by you" \
+	env HOME="$H" "$LM" ledger pull 127.0.0.1:9/org/x:1 --state "$T/state"
+chmod 644 "$H/two.pub" && chmod 770 "$H"
+err "... or its folder (\$HOME itself)" 2 "trusted-key: $H/two.pub: refused: its folder $H is writable by its group or others" \
+	env HOME="$H" "$LM" ledger pull 127.0.0.1:9/org/x:1 --state "$T/state"
+chmod 700 "$H"
+check_rc "a file of two keys, 0644 in a 0700 home: the lookup is tried (the registry is down: exit 1)" 1 \
+	env HOME="$H" "$LM" ledger pull 127.0.0.1:9/org/x:1 --state "$T/state"
+check_has "... past the trust files, to the registry" "registry 127.0.0.1:9 is unreachable" "$T/.out"
 rm -f "$CF"
 t_done

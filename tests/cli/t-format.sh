@@ -10,7 +10,7 @@ check_grep "... prints the JSON summary" '^\{"summary":\{"total":0' "$T/.out"
 check_rc "status --all --format text (exit 0)" 0 A status --format text
 check_grep "... prints the text summary" '^# 0 VM\(s\):' "$T/.out"
 check_rc "--format yaml is an input error (exit 2)" 2 A status --format yaml
-check_grep "... naming the value" 'status: --format yaml: not json or text' "$T/err"
+check_grep "... naming the value and what status writes" 'status: --format yaml: not json, text, junit or openmetrics' "$T/err"
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null || exit 1
 check_rc "verify --format json (exit 0)" 0 "$LM" verify "$T/a.tar.gz" --format json
 check_grep "... prints one JSON object" '^\{"path":.*"sha256":"[0-9a-f]{64}"' "$T/.out"

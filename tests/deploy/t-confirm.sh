@@ -47,6 +47,10 @@ wl_env() {
 }
 wl_env model '{"LM_SIM_WORKLOAD_EXIT": "1"}'
 wl_env late '{"LM_SIM_WORKLOAD_EXIT": "1", "LM_SIM_WORKLOAD_EXIT_AFTER": "3"}'
+# llama-server's manifest says how to know it serves (readiness: /health answers 200): slow loads
+# its model 2 s after its device is up (503 until then), hung never does.
+wl_env slow '{"LM_SIM_WORKLOAD_READY_AFTER": "2"}'
+wl_env hung '{"LM_SIM_WORKLOAD_READY_AFTER": "never"}'
 
 check_rc "deploy" 0 lm deploy tahoe-c --payload "$T/a.tar.gz" --accept-new --json
 check_grep "... deployed, the shim active in the process launchd runs" '"state":"deployed".*"process":\{"pid":[0-9]+,"shimActive":true' "$T/.out"
@@ -75,7 +79,9 @@ done
 # VM's deploy fails and reverts; the other VMs of the image version are not gated.
 check_rc "a server that exits after its shim was active, --confirm-settle 3: exit 1" 1 \
 	lm deploy tahoe-c --payload "$T/model.tar.gz" --confirm-settle 3 --json
-check_grep "... validation-failed, said to be the workload's on this VM" '"state":"validation-failed".*"message":"the workload launchd runs does not have the shim: /opt/homebrew/bin/llama-server exited [^"]*SIMULATED: failed to load the model[^"]* \(a workload failure on this VM: other VMs of this image version are not gated\)"' "$T/.out"
+# (It exits 0.3 s after its device is up: before or after /health's first 200, as the machine's
+# load has it, so the reason says either.)
+check_grep "... validation-failed, said to be the workload's on this VM" '"state":"validation-failed".*"message":"the workload launchd runs (does not have the shim|was not ready): /opt/homebrew/bin/llama-server exited [^"]*SIMULATED: failed to load the model[^"]* \(a workload failure on this VM: other VMs of this image version are not gated\)"' "$T/.out"
 check_has "... cause workload in the result" '"cause":"workload"' "$T/.out"
 check_has "... with the confirmation's values used: the flag's settle" '"confirm":{"timeout":60,"settle":3}' "$T/.out"
 IL=$(field imageLabel "$T/.out")
@@ -113,6 +119,24 @@ check_has "... naming it" "deploy: $CF:1: confirm-settle: 'soon' is not a whole 
 rm -f "$CF"
 check_rc "back to release a" 0 lm deploy tahoe-c --payload "$T/a.tar.gz"
 
+# Deployed means serving: a server that never answers /health with 200 is reverted within
+# --confirm-timeout, the workload's failure (its shim was active), which gates no other VM of its
+# image version; one that loads its model 2 s after its device is up is deployed once /health
+# answers 200, the time to ready in the result and the record.
+check_rc "a server never ready (503 throughout), --confirm-timeout 3: exit 1" 1 \
+	lm deploy tahoe-c --payload "$T/hung.tar.gz" --confirm-timeout 3 --json
+check_grep "... validation-failed: not ready in time, the workload's failure" '"state":"validation-failed".*"message":"the workload launchd runs was not ready: /opt/homebrew/bin/llama-server \(pid [0-9]+\) did not answer 200 at http://127.0.0.1:8080/health within 3 s of its bootstrap \(its last answer: HTTP 503\), the shim active in it \(a workload failure on this VM: other VMs of this image version are not gated\)"' "$T/.out"
+check_has "... cause workload" '"cause":"workload"' "$T/.out"
+check "... the old release is current" test "$(readlink "$(root tahoe-c)/current")" = "releases/$A"
+check_rc "... the image verdict stays pass" 0 lm status tahoe-c
+check_grep "... (status)" "image verdict pass;" "$T/.out"
+check_rc "a server ready 2 s after its device is up: deployed" 0 lm deploy tahoe-c --payload "$T/slow.tar.gz" --json
+ms=$(field readyMs "$T/.out")
+check_range "... the result's readyMs: the 2 s it loaded, within the wait of 60" "$ms" 2000 60000
+check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
+check_grep "... and the record's, beside the confirmation's values" "\"workload\":\"slow\",[^{}]*\"verdict\":\"pass\",[^{}]*\"confirm\":\\{[^{}]*\\},\"readyMs\":${ms}[,}]" "$T/.out"
+check_rc "... and back to release a" 0 lm deploy tahoe-c --payload "$T/a.tar.gz"
+
 # reverted NAME PAYLOAD MESSAGE-ERE: deploying it ends validation-failed with MESSAGE, and the
 # old release is current, its service running again with the shim active. (--force: the ledger
 # records each failure for the image version, which refuses the next deploy without it.)
@@ -131,13 +155,15 @@ check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
 check_grep "... the failed record keeps the stock process's pid and its shim state" '"workload":"named","target":"linux-sim","verdict":"fail".*"process":\{"pid":[0-9]+,"shimActive":false\}' "$T/.out"
 check_grep "... and its cause: the image version's" '"workload":"named",[^{}]*"verdict":"fail",[^{}]*"cause":"image"' "$T/.out"
 
-# An image failure on tahoe-c refuses the other VMs of its image version.
+# An image failure on tahoe-c refuses the other VMs of its image version, with that payload (a
+# verdict covers one payload: another payload is validated in full, not refused by it).
 check_rc "an image failure (the shim stays stock): exit 1" 1 lm deploy tahoe-c --payload "$T/named.tar.gz" --force
 check_grep "... said to be the image version's" "^tahoe-c +validation-failed +.*not in LUME_METAL_PROCESSES \\(an image failure: this image version is now recorded as failing\\)\$" "$T/.out"
-check_rc "another VM of that image version: refused (exit 3)" 3 lm deploy tahoe-d --payload "$T/a.tar.gz"
+check_rc "another VM of that image version, that payload: refused (exit 3)" 3 lm deploy tahoe-d --payload "$T/named.tar.gz"
 check_grep "... by tahoe-c's record" "^tahoe-d +refused +this image version is recorded as failing validation.*refused by the record of VM tahoe-c" "$T/.out"
+check_rc "... another payload: not refused by it" 0 lm deploy tahoe-d --payload "$T/a.tar.gz"
 check_rc "status of tahoe-d" 0 lm status tahoe-d
-check_grep "... the image verdict: fail" "image verdict fail;" "$T/.out"
+check_grep "... the image verdict of the payload it runs (A): pass" "image verdict pass;" "$T/.out"
 
 # The shim's reason comes from the guest: a hostile one is escaped in the status line.
 R=$(root tahoe-c)/current

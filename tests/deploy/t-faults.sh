@@ -11,6 +11,7 @@ A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 guest tahoe-u 127.0.0.8 || exit 1
 # llama-server requires validation: once for the image version every guest here shares.
 validated "validate the guests' image version (llama-server requires it)" tahoe-u --payload "$T/a.tar.gz" --accept-new
+validated "... and with payload B (a verdict covers one payload)" tahoe-u --payload "$T/b.tar.gz"
 check_rc "a first deploy" 0 lm deploy tahoe-u --payload "$T/a.tar.gz" --accept-new
 stop_guest tahoe-u
 sh "$TOP/tests/sshd.sh" start "$T/g/tahoe-u" 127.0.0.8 "$PORT" --fsize-limit 16

@@ -57,7 +57,10 @@ check_rc "llama-server requires validation: golden without --model is a usage er
 check_has "... saying to give it" 'the workload llama-server requires validation (requireValidation): give --model PATH' "$T/.out"
 check_rc "--dry-run exits 0" 0 golden src shim:1 --registry "$R" --organization org --build-vm b0 --dry-run --model "$M"
 check_has "... printing the clone's command" "lume clone src b0" "$T/.out"
-check_has "... the push's, with its flags" "push b0 shim:1 --registry $R --organization org" "$T/.out"
+check_grep "... the push's, under a tag of its own, with its flags" \
+	"push b0 shim:golden-[0-9a-f]{32} --registry $R --organization org\$" "$T/.out"
+check_grep "... then the tag step: shim:1 pointed at what was pushed, read back" \
+	"tag +PUT http://$R/v2/org/shim/manifests/1: those bytes; .* GET each tag back" "$T/.out"
 check_has "... and the stamp's, one quoted exec" "\"\$HOME\"/'Library/Application Support/lume-metal' < image.json" "$T/.out"
 check "... and runs nothing: no clone appears" test ! -e "$HOME/.lume/b0" -a ! -e "$LUME_SIM_DIR/b0.json"
 check "... and the registry has no such tag" test "$(code_of org/shim 1)" = 404
@@ -82,6 +85,8 @@ check_grep "... keyed by the registry's digest" "\"imageDigest\":[[:space:]]*\"$
 check_grep "... with the image null in the key" '"image":[[:space:]]*null' "${doc:-/dev/null}"
 check_grep "... the reference as its label" "\"image\":[[:space:]]*\"$R/org/shim:1\"" "${doc:-/dev/null}"
 check_grep "... the verdict pass" '"verdict":[[:space:]]*"pass"' "${doc:-/dev/null}"
+check_grep "... the VM it was built from as \"sourceVm\" (\"source\" says where an imported record came from)" \
+	'"sourceVm":[[:space:]]*"src"' "${doc:-/dev/null}"
 check_grep "... and the shim's figures" '"maxThreadgroupMemoryLength":[[:space:]]*65536' "${doc:-/dev/null}"
 check_grep "... and the workload's: validated, its KL divergence" '"meanKld":[[:space:]]*0\.0' "${doc:-/dev/null}"
 check "... and the validate record, a pass, filed under the pushed digest too" python3 -c '
@@ -91,7 +96,14 @@ v = [r for r in d["records"] if r["kind"] == "validate"]
 assert d["key"]["imageDigest"] == sys.argv[2] and len(v) == 1 and v[0]["verdict"] == "pass", v
 assert v[0]["digest"] == sys.argv[2] and v[0]["validation"]["meanKld"] < 0.01 and v[0]["hashes"]["modelSha256"], v' \
 	"${doc:-/dev/null}" "$D"
+check "... once: one validate record in the whole ledger (it was filed under the build VM's key too)" \
+	test "$(ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"validate"')" -eq 1
 check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
+if grep -q '"record":' "$T/g1" && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "record" in d.get("validate", {}) else 1)' "$T/g1"; then
+	not_ok "... its result keeps no copy of the record"
+else
+	ok "... its result keeps no copy of the record"
+fi
 img="$T/g/good/home/Library/Application Support/lume-metal/image.json"
 check_has "the guest is stamped: image.json names the reference" "\"image\":\"$R/org/shim:1\"" "$img"
 check_has "... the base digest" "\"baseDigest\":\"$BASE\"" "$img"
@@ -126,6 +138,8 @@ check_has "... and says where" "build VM kept: b2" "$T/g2"
 check "... the kept delete step in one progress line, not two" test "$(grep -c '^golden \[.*\] delete ' "$T/g2")" -eq 1
 check_rc "the failure is in the ledger under the base image's key" 0 "$LM" ledger --state "$T/state" show
 check_grep "... as the deploy's fail verdict" 'deploy +fail +b2' "$T/.out"
+check_grep "... beside the published build's golden record, naming the VM it was built from" \
+	'golden +pass +b1 .* built from src' "$T/.out"
 "$L" delete b2 --force >/dev/null 2>&1
 
 # A workload that does not require validation ("plain", of the test data directory): no --model.
@@ -186,6 +200,58 @@ check_grep "... said" 'org/shim:6 validation-failed: workload validation: valida
 check "... nothing pushed, the build VM deleted" test "$(code_of org/shim 6)" = 404 -a ! -e "$HOME/.lume/b9"
 check_rc "IMAGE without a tag is a usage error" 2 golden src shim --registry "$R" --organization org --model "$M"
 check_rc "a missing source VM is an input error" 2 golden nosuch shim:9 --registry "$R" --organization org --build-vm b6 --model "$M"
+# golden signs exactly what it pushed. A re-tag racing the push (the simulated lume's
+# LUME_SIM_PUSH_RETAG): right after lume's push, another party with push access points shim:r at
+# shim:1's manifest; golden records the manifest it pushed, under the tag only it knew.
+LUME_SIM_IP=127.0.0.151 LUME_SIM_PUSH_RETAG=r=1 golden src shim:r --registry "$R" --organization org \
+	--build-vm b11 --model "$T/g/good/model.gguf" --json >"$T/g11" 2>"$T/g11.err"
+rc=$?
+jget() { python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    v = v.get(k) if isinstance(v, dict) else None
+print(v if isinstance(v, str) else "")' "$@" 2>/dev/null; }
+D11=$(jget "$T/g11" digest) NONCE=$(jget "$T/g11" pushTag tag)
+check "a re-tag racing the push: golden publishes (exit 0)" test "$rc" -eq 0
+check "... the digest it records is not shim:1's, which the re-tag put on shim:r" test -n "$D11" -a "$D11" != "$D"
+check "... it is the manifest lume pushed, under golden's own tag golden-<32 hex>" sh -c \
+	"printf '%s' '$NONCE' | grep -Eqx 'golden-[0-9a-f]{32}' && test '$(head_digest org/shim "${NONCE:-none}")' = '$D11'"
+check "... and shim:r names it again: the re-tag is overwritten" test "$(head_digest org/shim r)" = "$D11"
+"$LM" ledger show --json --state "$T/state" >"$T/show11.json" 2>&1
+check "... shim:1's ledger document holds b1's golden record only, none of b11" python3 -c '
+import json, sys
+docs = json.load(open(sys.argv[1]))
+g = [(d["key"]["imageDigest"], r["vm"]) for d in docs for r in d["records"] if r["kind"] == "golden"]
+assert (sys.argv[2], "b11") not in g and (sys.argv[3], "b11") in g, g' "$T/show11.json" "$D" "${D11:-none}"
+check_grep "... docker-registry 2.8 keeps golden's own tag (it deletes none), said" \
+	'"pushTag":\{"tag":"golden-[0-9a-f]{32}","removed":false,"message":"registry [^"]* answered HTTP 400 to DELETE' "$T/g11"
+# A re-tag racing golden's own tagging: a STUB registry (oci-stub.py) whose org/race points a tag
+# back at the manifest it named whenever it is pushed. golden reads shim:r back, finds another
+# digest, and fails recording nothing, rather than sign what the tag names.
+. "$TOP/tests/pidfile.sh"
+S=127.0.0.160:$PORT
+t_defer "pidfile_stop '$T/stub.pid'"
+python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.160 "$PORT" "$T/stub.pid" "$T/stub.log" 2>"$T/stub.err" &
+i=0
+while ! curl -s -o /dev/null "http://$S/v2/" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":%s,"digest":"%s","size":2},"layers":[],"annotations":{"seed":"%s"}}' \
+	'"application/vnd.oci.empty.v1+json"' "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" "$T" >"$T/seed.json"
+SEED=sha256:$(sha "$T/seed.json")
+curl -s -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$T/seed.json" \
+	"http://$S/v2/org/race/manifests/r" >/dev/null
+LUME_SIM_IP=127.0.0.151 golden src race:r --registry "$S" --organization org --build-vm b12 --model "$T/g/good/model.gguf" \
+	--json >"$T/g12" 2>"$T/g12.err"
+rc=$?
+check "a re-tag racing golden's tagging (stub): exit 1" test "$rc" -eq 1
+check_grep "... saying the tag names another digest than the pushed one, nothing recorded" \
+	"could not tag it: tag r names $SEED, not the pushed sha256:[0-9a-f]{64}: another push re-tagged it in between; nothing recorded" "$T/g12"
+check_grep "... not recorded" '"recorded":false' "$T/g12"
+check "... no ledger document under the re-tagged digest" sh -c "! grep -rqs '\"imageDigest\":[[:space:]]*\"$SEED\"' '$T/state/ledger'"
+check_grep "... golden's own tag deleted, where the registry deletes tags (OCI distribution 1.1)" \
+	'"pushTag":\{"tag":"golden-[0-9a-f]{32}","removed":true\}' "$T/g12"
+check_grep "... by tag, never by digest (which would take the manifest and every tag)" \
+	'^DELETE /v2/org/race/manifests/golden-[0-9a-f]{32}$' "$T/stub.log"
+
 # A lume whose push succeeds and then loses the registry: pushed, but no digest to record under.
 cat >"$T/lume-gone" <<EOF
 #!/bin/sh
@@ -201,5 +267,6 @@ check "the registry gone after the push: exit 1" test "$rc" -eq 1
 check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"
 check_has "... nothing recorded" "; nothing recorded" "$T/g5"
 ledger_docs "$T/state" "$T/ledger-docs"
-check "... and the ledger still has one golden record" test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json | wc -l)" -eq 1
+check "... and the ledger has no golden record more (b1's and b11's, two documents)" \
+	test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json | wc -l)" -eq 2
 t_done

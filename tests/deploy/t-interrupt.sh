@@ -33,6 +33,7 @@ A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")
 : >"$T/open"
 check_rc "the host keys (status --accept-new)" 0 lm status slow f1 f2 --accept-new
 validated "validate the guests' image version (llama-server requires it)" f1 --payload "$T/a.tar.gz"
+validated "... and with payload B (a verdict covers one payload)" f1 --payload "$T/b.tar.gz"
 rm -f "$T/open" "$T/entered"
 
 # wait_for FILE: until FILE exists (at most 20 s).
@@ -109,7 +110,12 @@ i=0; while [ -e "$(root slow)/.lock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i 
 check "... the guest's install ran to its end: the new release is current" test "$(readlink "$(root slow)/current")" = "releases/$B"
 check "... and it let go of its lock" test ! -e "$(root slow)/.lock"
 check "... and of its staging folder" sh -c '! ls -A "$1/staging" | grep -q .' - "$(root slow)"
-recs() { ledger_text "$T/state" | grep -c "\"payloadSha256\":[[:space:]]*\"$1\""; }
+# recs SHA: the deploy records of payload SHA in the ledger (its validate record is not one).
+recs() {
+	"$LM" ledger show --json --state "$T/state" | python3 -c '
+import json, sys
+print(sum(1 for d in json.load(sys.stdin) for r in d["records"] if r["kind"] == "deploy" and r.get("payloadSha256") == sys.argv[1]))' "$1"
+}
 check "... and it is not in the ledger" test "$(recs "$B")" -eq 0
 rm -f "$T/gate2"
 check_rc "the next deploy finds it current" 0 lm deploy slow --payload "$T/b.tar.gz"

@@ -34,8 +34,11 @@ check_rc "a passing canary goes on to the rest" 0 lm deploy f1 f3 f4 --payload "
 check_grep "... all deployed" '"summary":\{"deployed":3,"total":3,' "$T/.out"
 check "... their image version validated once, by the canary" test "$(grep -c '"meanKld"' "$T/.out")" -eq 1
 
+# Payload B is validated on its own (a verdict covers one payload): by the first VM of each
+# version that meets it.
 check_rc "a budget of 0 exceeded in the second wave (exit 1)" 1 lm deploy f1 f3 f2 f4 --payload "$T/b.tar.gz" \
-	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --accept-new --json
+	--batch 2 --max-fail 0 --rollback-on-fail --parallel 1 --accept-new --validate-workload --model "$VMODEL" \
+	--timeout "$VTIMEOUT" --json
 check_grep "... f2 is the failure" '"vm":"f2","state":"(refused|validation-failed)"' "$T/.out"
 check_grep "... f4 was never started" '"vm":"f4","state":"skipped","message":"the failure budget was exceeded; not started"' "$T/.out"
 check_grep "... f1 and f3 were rolled back" '"vm":"f1","state":"rolled-back".*"deploy":\{"vm":"f1","state":"deployed"' "$T/.out"

@@ -18,13 +18,15 @@ V() { lm validate tahoe-v --target linux-sim --model "$G/model.gguf" "$@"; }
 all() { ledger_text "$T/state" >"$T/ledger.all"; printf '%s' "$T/ledger.all"; }
 records() { ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"validate"'; }
 scratch() { find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'lume-metal-validate.*' 2>/dev/null | wc -l; }
-# sim NAME MODE: a llama-perplexity of that name in the guest that runs the simulation with
-# LUME_METAL_SIM_PPL=MODE; named llama-perplexity, run-with-shim scopes the shim to it.
+# sim NAME MODE [VAR=VALUE]: a llama-perplexity of that name in the guest that runs the
+# simulation with LUME_METAL_SIM_PPL=MODE (and VAR=VALUE); named llama-perplexity, run-with-shim
+# scopes the shim to it.
 sim() {
-	mkdir -p "$G/$2"
-	printf '#!/bin/sh\nLUME_METAL_SIM_PPL=%s exec "%s" "$@"\n' "$2" "$TOP/tests/guest-sim/bin/llama-perplexity" >"$G/$2/$1"
-	chmod +x "$G/$2/$1"
-	printf '%s' "$G/$2/$1"
+	mkdir -p "$G/$2${3:+-$3}"
+	printf '#!/bin/sh\nLUME_METAL_SIM_PPL=%s %s exec "%s" "$@"\n' "$2" "${3:-}" "$TOP/tests/guest-sim/bin/llama-perplexity" \
+		>"$G/$2${3:+-$3}/$1"
+	chmod +x "$G/$2${3:+-$3}/$1"
+	printf '%s' "$G/$2${3:+-$3}/$1"
 }
 TEXT_SHA=$(sha256sum "$TOP/manifests/texts/gfdl-1.3.txt" | cut -c1-64)
 MODEL_SHA=$(sha256sum "$G/model.gguf" | cut -c1-64)
@@ -38,7 +40,7 @@ check_grep "... the stock arm on the Apple5 path, no simdgroup matrix" '"stockMe
 check_grep "... the shim arm on Apple9 with it" '"shimMetal":\{[^}]*"apple_family":1009[^}]*"simdgroup_matrix_mul":true' "$T/.out"
 check_has "... the model's SHA-256" "\"modelSha256\":\"$MODEL_SHA\"" "$T/.out"
 check_has "... the text's SHA-256" "\"textSha256\":\"$TEXT_SHA\"" "$T/.out"
-check_has "... llama.cpp's build line" '"build":"6325 (ee3d1b54c) with Apple clang' "$T/.out"
+check_has "... llama.cpp's build line" '"build":"10167 (ee3d1b54c) with Apple clang' "$T/.out"
 check_grep "... progress per arm with its time, on stderr" 'tahoe-v: stock arm finished at [0-9.]+ s' "$T/.out"
 check_grep "... both arms" 'tahoe-v: shim arm finished at [0-9.]+ s' "$T/.out"
 check "... and the guest's scratch directory is gone" test "$(scratch)" -eq "$n0"
@@ -111,9 +113,9 @@ for m in nan negative twice; do
 done
 check "... and none recorded" test "$(records)" -eq "$nrec"
 check_rc "ESC and BEL in llama.cpp's build line" 0 V --llama-perplexity "$(sim llama-perplexity esc)"
-check_has "... reach the terminal as '?'" 'build: 6325 (ee3d1b54c) ?]0;owned?with' "$T/.out"
+check_has "... reach the terminal as '?'" 'build: 10167 (ee3d1b54c) ?]0;owned?with' "$T/.out"
 check "... and no control character" sh -c '! LC_ALL=C grep -q "$(printf "[\033\007]")" "$1"' - "$T/.out"
-check_has "... and the ledger as '?' too" '6325 (ee3d1b54c) ?]0;owned?with' "$(all)"
+check_has "... and the ledger as '?' too" '10167 (ee3d1b54c) ?]0;owned?with' "$(all)"
 nrec=$(records)
 printf '#!/bin/sh\necho "main: error: unable to load model" >&2\nexit 1\n' >"$G/ppl-fails" && chmod +x "$G/ppl-fails"
 check_rc "a stock arm that exits 1" 1 V --llama-perplexity "$G/ppl-fails"
@@ -127,8 +129,36 @@ check_rc "an evidence directory that exists is refused" 1 V --evidence "$T/ev"
 check_grep "... naming it" 'ev: already exists' "$T/.out"
 check "... and records nothing" test "$(records)" -eq "$nrec"
 printf 'tiny' >"$T/short.txt"
-check_rc "a text too short for one chunk" 1 V --text "$T/short.txt"
-check_grep "... fails with llama-perplexity's words" 'tokenizes to only 1 tokens' "$T/.out"
+check_rc "a text of fewer bytes than 2 x context tokens is a usage error, before any VM" 2 V --text "$T/short.txt"
+check_has "... saying why" "validate: the validation text $T/short.txt has 4 bytes: llama-perplexity needs at least 2 x context = 1024 tokens of it" "$T/.out"
+if grep -q 'arm started' "$T/.out"; then not_ok "... and nothing run"; else ok "... and nothing run"; fi
+# 3000 bytes pass that check but are 750 tokens here (the simulation's 4 bytes a token): the real
+# llama-perplexity needs 2 x context (1024) and says so, then exits 0 with its base file holding
+# a header alone, so the shim arm compares nothing. Its words, not "fewer than 100 positions".
+head -c 6000 /dev/urandom | od -An -v -tx1 | head -c 3000 >"$T/750.txt"
+check_rc "a text of 750 tokens for a context of 512 (1024 needed): a usage error" 2 V --text "$T/750.txt" --json
+check_grep "... failed with llama-perplexity's own error lines, though it exits 0" \
+	'"state":"failed".*"message":"llama-perplexity \(stock arm\) failed \(it exits 0 after its own errors\): perplexity: you need at least 1024 tokens to evaluate perplexity with a context of 512; perplexity: the data file you provided tokenizes to only 750 tokens"' "$T/.out"
+check_grep "... an input error" '"inputError":true' "$T/.out"
+if grep -q 'fewer than 100' "$T/.out"; then not_ok "... not the misleading \"fewer than 100 positions\""; else ok "... not the misleading \"fewer than 100 positions\""; fi
+check "... and nothing recorded" test "$(records)" -eq "$nrec"
+# The shim arm's model evaluation fails ("kl_divergence : failed to eval"), exit 0: a verdict.
+check_rc "a shim arm whose evaluation fails (exit 0) fails validation" 1 V --llama-perplexity "$(sim llama-perplexity eval)" --json
+check_grep "... validation-failed with its error line" '"state":"validation-failed".*"message":"llama-perplexity \(shim arm\) could not evaluate the model: kl_divergence : failed to eval"' "$T/.out"
+check "... recorded" test "$(records)" -eq $((nrec + 1))
+nrec=$(records)
+# llama.cpp before the Metal device split (b5970): ggml_metal_init lines, the device's name alone.
+check_rc "a build before the Metal device split (b5970: ggml_metal_init lines) validates" 0 \
+	V --llama-perplexity "$(sim llama-perplexity none LUME_METAL_SIM_LLAMA_BUILD=5970)" --evidence "$T/ev-5970" --json
+check_grep "... validated" '"state":"validated"' "$T/.out"
+check_grep "... its lines are the older ones" '^ggml_metal_init: simdgroup matrix mul\. = true$' "$T/ev-5970/shim.stderr"
+check_grep "... the stock arm read from them: Apple5, no simdgroup matrix" '"stockMetal":\{"gpu_name":"Apple Paravirtual device","apple_family":1005[^}]*"simdgroup_matrix_mul":false' "$T/.out"
+check_grep "... the shim arm: Apple9 with it" '"shimMetal":\{"gpu_name":"Apple Paravirtual device","apple_family":1009[^}]*"simdgroup_matrix_mul":true' "$T/.out"
+check_has "... and its build line" '"build":"5970 (07a19e27) with Apple clang' "$T/.out"
+check_rc "... and a shim that fails closed there is named with that build's function" 1 \
+	V --payload "$T/closed.tar.gz" --llama-perplexity "$(sim llama-perplexity none LUME_METAL_SIM_LLAMA_BUILD=5970)" --json
+check_grep "... ggml_metal_init" 'the shim arm did not take the simdgroup paths \(ggml_metal_init: simdgroup matrix mul\. is not true\)' "$T/.out"
+nrec=$(records)
 head -c 30000 /dev/urandom | od -An -v -tx1 | head -c 20000 >"$T/other.txt"
 check_rc "--text FILE" 0 V --text "$T/other.txt" --json
 check_has "... is the text hashed and recorded" "\"textSha256\":\"$(sha256sum "$T/other.txt" | cut -c1-64)\"" "$T/.out"

@@ -38,28 +38,31 @@ ctl() {
 mkdir -p "$T/cfg-A/lume-metal" "$T/cfg-B/lume-metal" "$T/cfg-C/lume-metal" "$T/state-A" "$T/state-B" "$T/state-C"
 
 # Keys: A signs; C has a key of its own.
-check_rc "key generate writes a key pair" 0 "$LM" key generate "$T/keyA"
+check_rc "key generate writes a key pair" 0 "$LM" key generate "$HOME/keyA"
 check_grep "... naming its id" '^key id sha256:[0-9a-f]{64}$' "$T/.out"
 KA=$(sed -n 's/^key id //p' "$T/.out")
-check "... the private key 0600, the public one 0644" test "$(stat -c %a "$T/keyA")" = 600 -a "$(stat -c %a "$T/keyA.pub")" = 644
-check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$T/keyA' -noout -text | grep -q ED25519 &&
-	openssl pkey -pubin -in '$T/keyA.pub' -noout -text | grep -q ED25519"
-check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$T/keyA"
+# FA: its fingerprint, the keyid its signatures carry, how an untrusted one is named (FAE: as an ERE)
+FA=$(sed -n 's/^fingerprint //p' "$T/.out")
+FAE=$(printf '%s' "$FA" | sed 's/+/\\+/g')
+check "... the private key 0600, the public one 0644" test "$(stat -c %a "$HOME/keyA")" = 600 -a "$(stat -c %a "$HOME/keyA.pub")" = 644
+check "... both read by openssl as Ed25519" sh -c "openssl pkey -in '$HOME/keyA' -noout -text | grep -q ED25519 &&
+	openssl pkey -pubin -in '$HOME/keyA.pub' -noout -text | grep -q ED25519"
+check_rc "... a second generate to the same PATH: exit 2" 2 "$LM" key generate "$HOME/keyA"
 check_has "... never overwriting it" "never overwritten" "$T/.out"
-"$LM" key generate "$T/keyC" >/dev/null || exit 1
+"$LM" key generate "$HOME/keyC" >/dev/null || exit 1
 # A pushes to the test registry, the one the environment's GITHUB_* credentials are for
 # (registry=). B asks it for what its guests' image.json names (verdict-registries), with
 # credentials for that host only, as Docker keeps them (registry-auth); C names it registry=.
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$R" "$(printf 'lume:s3cret-test' | base64)" >"$T/auth-B.json"
 chmod 600 "$T/auth-B.json"
-printf 'signing-key=%s\ntrusted-key=%s.pub\nregistry=%s\n' "$T/keyA" "$T/keyA" "$R" >"$T/cfg-A/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\nverdict-registries=%s\nregistry-auth=%s\n' "$T/keyA" "$R" "$T/auth-B.json" \
+printf 'signing-key=%s\ntrusted-key=%s.pub\nregistry=%s\n' "$HOME/keyA" "$HOME/keyA" "$R" >"$T/cfg-A/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nverdict-registries=%s\nregistry-auth=%s\n' "$HOME/keyA" "$R" "$T/auth-B.json" \
 	>"$T/cfg-B/lume-metal/config"
-printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$T/keyC" "$R" >"$T/cfg-C/lume-metal/config"
+printf 'verdicts=registry\ntrusted-key=%s.pub\nregistry=%s\n' "$HOME/keyC" "$R" >"$T/cfg-C/lume-metal/config"
 check_rc "config shows verdicts, signing-key and trusted-key with their source" 0 \
 	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" config
 check_grep "... verdicts registry from the file" "^verdicts +registry +config:$T/cfg-B/lume-metal/config:1" "$T/.out"
-check_grep "... trusted-key" "^trusted-key +$T/keyA.pub +config:" "$T/.out"
+check_grep "... trusted-key" "^trusted-key +$HOME/keyA.pub +config:" "$T/.out"
 
 # Controller A: a golden build of llama-server (requires validation), its verdict attached.
 sh "$TOP/tests/lume-sim/vm.sh" "$LUME_SIM_DIR" src0 stopped null null --folder "$HOME/.lume" --disk-kib 64
@@ -83,7 +86,7 @@ check "... an artifact digest" sh -c "printf '%s' '$ART' | grep -Eqx 'sha256:[0-
 curl -s -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.index.v1+json' \
 	"http://$R/v2/org/shim/manifests/sha256-$H" >"$T/index.json"
 check_grep "curl: the fallback tag sha256-<hex> is an image index" '"mediaType":"application/vnd.oci.image.index.v1\+json"' "$T/index.json"
-check_grep "... listing the artifact with its artifactType" "\"digest\":\"$ART\".*\"artifactType\":\"application/vnd.lume-metal.verdict.v1\+json\"" "$T/index.json"
+check_grep "... listing the artifact with its artifactType, a Sigstore bundle" "\"digest\":\"$ART\".*\"artifactType\":\"application/vnd.dev.sigstore.bundle.v0.3\+json\"" "$T/index.json"
 if command -v skopeo >/dev/null 2>&1; then
 	skopeo inspect --raw --tls-verify=false --creds lume:s3cret-test "docker://$R/org/shim@$ART" >"$T/art.json" 2>"$T/skopeo.err"
 	check "skopeo inspect --raw reads the artifact's manifest" test -s "$T/art.json"
@@ -93,16 +96,16 @@ else
 		"http://$R/v2/org/shim/manifests/$ART" >"$T/art.json"
 	ok "# SKIP skopeo is not installed (scripts/deps.sh test installs it): curl read the manifest"
 fi
-check_grep "... its artifactType" '"artifactType":"application/vnd.lume-metal.verdict.v1\+json"' "$T/art.json"
+check_grep "... its artifactType" '"artifactType":"application/vnd.dev.sigstore.bundle.v0.3\+json"' "$T/art.json"
 check_grep "... its subject the image's manifest" "\"subject\":\\{\"mediaType\":\"application/vnd.oci.image.manifest.v1\+json\",\"digest\":\"$D\"" "$T/art.json"
-check_grep "... one layer, a DSSE envelope" '"layers":\[\{"mediaType":"application/vnd.dsse.envelope.v1\+json"' "$T/art.json"
+check_grep "... one layer, the bundle" '"layers":\[\{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3\+json"' "$T/art.json"
 cp "$T/art.json" "$T/artifact-manifest.json" # for the closing note: VERDICTS_KEEP=DIR keeps it
 BLOB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][0]["digest"])' "$T/art.json")
 curl -s -u lume:s3cret-test "http://$R/v2/org/shim/blobs/$BLOB" >"$T/env.json"
-check "curl: the envelope's bytes are its digest" test "sha256:$(sha256sum "$T/env.json" | cut -c1-64)" = "$BLOB"
-python3 - "$T/env.json" "$T" <<'EOF' || not_ok "the envelope decodes"
+check "curl: the bundle's bytes are its digest" test "sha256:$(sha256sum "$T/env.json" | cut -c1-64)" = "$BLOB"
+python3 - "$T/env.json" "$T" <<'EOF' || not_ok "the bundle's envelope decodes"
 import base64, json, sys
-e = json.load(open(sys.argv[1]))
+e = json.load(open(sys.argv[1]))["dsseEnvelope"]
 body = base64.b64decode(e["payload"])
 t = e["payloadType"].encode()
 open(sys.argv[2] + "/pae", "wb").write(b"DSSEv1 %d %s %d %s" % (len(t), t, len(body), body))
@@ -110,8 +113,8 @@ open(sys.argv[2] + "/sig", "wb").write(base64.b64decode(e["signatures"][0]["sig"
 open(sys.argv[2] + "/statement.json", "wb").write(body)
 EOF
 check "openssl verifies the Ed25519 signature over DSSE's PAE with A's public key" \
-	openssl pkeyutl -verify -pubin -inkey "$T/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
-check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$T/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
+	openssl pkeyutl -verify -pubin -inkey "$HOME/keyA.pub" -rawin -in "$T/pae" -sigfile "$T/sig"
+check "... and not with C's" sh -c "! openssl pkeyutl -verify -pubin -inkey '$HOME/keyC.pub' -rawin -in '$T/pae' -sigfile '$T/sig'"
 check "the statement: in-toto v1, subject the image, the KLD figures and the payload in its records" python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -162,7 +165,7 @@ ctl C deploy vc --payload "$T/a.tar.gz" --accept-new --json >"$T/dC" 2>&1
 rc=$?
 check "C (trusting another key): exit 3" test "$rc" -eq 3
 check_grep "... refused" '"state":"refused"' "$T/dC"
-check_grep "... naming the untrusted signer" "signed by $KA, a key this controller does not trust" "$T/dC"
+check_grep "... naming the untrusted signer by its keyid, the key's fingerprint" "signed by $FAE, a key this controller does not trust" "$T/dC"
 check_grep "... and the command to run" 'validate it first: lume-metal validate vc --workload llama-server' "$T/dC"
 ledger_text "$T/state-C" >"$T/ledger-C.txt"
 check "... nothing of A's written into C's ledger" sh -c "! grep -qs '\"imported\"' '$T/ledger-C.txt'"
@@ -187,7 +190,7 @@ check_rc "status --verdicts registry on a fresh controller" 0 env XDG_CONFIG_HOM
 	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state-S2" \
 	--verdicts registry --json
 check_grep "... with another key trusted: the verdict unrecorded, the untrusted signer named" \
-	"\"state\":\"untrusted\",\"signer\":\"$KA\"" "$T/.out"
+	"\"state\":\"untrusted\",\"signer\":\"$FAE\"" "$T/.out"
 check_grep "... verdict unrecorded" '"verdict":"unrecorded"' "$T/.out"
 check_rc "status --verdicts registry trusting A's key" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" status vb --lume "$L" \
 	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state-S2" --json
@@ -200,7 +203,7 @@ check_grep "... two records recorded" 'recorded 2 record\(s\)' "$T/.out"
 check_rc "... again: exit 0" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-P"
 check_grep "... recording nothing twice" 'recorded 0 record\(s\)' "$T/.out"
 check_rc "ledger pull with another key trusted: exit 3" 3 env XDG_CONFIG_HOME="$T/cfg-C" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-Q"
-check_grep "... shown untrusted, naming the signer" "untrusted +signer $KA" "$T/.out"
+check_grep "... shown untrusted, naming the signer" "untrusted +signer $FAE" "$T/.out"
 check "... and nothing recorded" test ! -e "$T/state-Q/ledger"
 
 # ledger push by hand: the same records again make the same artifact, listed once.
@@ -217,11 +220,14 @@ check_has "... saying how to make one" "lume-metal key generate" "$T/.out"
 S=127.0.0.159:$PORT
 . "$TOP/tests/pidfile.sh"
 t_defer "pidfile_stop '$T/stub.pid'"
-python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 2>"$T/stub.err" &
+python3 "$TOP/tests/deploy/oci-stub.py" 127.0.0.159 "$PORT" "$T/stub.pid" "$T/stub.log" 127.0.0.160 2>"$T/stub.err" &
 i=0
-while ! curl -s -o /dev/null "http://$S/v2/" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! { curl -s -o /dev/null "http://$S/v2/" && curl -s -o /dev/null "http://127.0.0.160:$PORT/v2/"; } && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 curl -s -u lume:s3cret-test -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$R/v2/org/shim/manifests/1" >"$T/image.json"
-for repo in shim tamper huge loop deepidx; do
+for repo in shim tamper huge loop deepidx moved away plain; do
 	curl -s -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' --data-binary "@$T/image.json" \
 		"http://$S/v2/org/$repo/manifests/1" >/dev/null
 done
@@ -231,9 +237,18 @@ check "... no fallback tag written" sh -c "! grep -q 'manifests/sha256-' '$T/stu
 check_rc "stub: ledger pull reads the referrers API" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/shim:1" --state "$T/state-S"
 check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
 check_grep "... said to be the referrers API" 'verdict artifact\(s\) \(referrers API\)' "$T/.out"
-check_grep "... asked with the artifactType filter" "GET /v2/org/shim/referrers/$D\\?artifactType=application%2Fvnd.lume-metal.verdict.v1%2Bjson" "$T/stub.log"
+check_grep "... asked unfiltered (a verdict is a bundle, or an envelope of an older version)" "GET /v2/org/shim/referrers/$D\$" "$T/stub.log"
 # Hostile answers: each refused with its reason, nothing recorded.
-for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times"; do
+# A blob's redirect: followed to another loopback address, whose answer is checked and named;
+# never to plain http elsewhere (192.0.2.1), which is refused before any connection.
+ctl A ledger push "$S/org/moved:1" >/dev/null 2>&1
+check_rc "stub: a blob redirected from the loopback registry to another loopback address: followed" 0 \
+	env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/moved:1" --state "$T/state-M"
+check_grep "... the artifact trusted" "trusted +signer $KA" "$T/.out"
+check_grep "... its bytes from the storage host" "^GET /storage/sha256:[0-9a-f]{64} @127\.0\.0\.160\$" "$T/stub.log"
+for h in "tamper:whose SHA-256 is not" "huge:more than 262144 bytes" "loop:redirected more than 3 times" \
+	"away:127.0.0.160:$PORT (where registry $S redirected) answered a blob whose SHA-256 is not" \
+	"plain:registry $S redirected to http://192.0.2.1:$PORT/storage/sha256:"; do
 	repo=${h%%:*} why=${h#*:}
 	ctl A ledger push "$S/org/$repo:1" >/dev/null 2>&1
 	check_rc "stub: a pull from org/$repo is refused (exit 3)" 3 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$S/org/$repo:1" --state "$T/state-H"

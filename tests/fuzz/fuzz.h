@@ -21,7 +21,8 @@
 #define FUZZ_RS 0x1e
 
 /* The harnesses, for the driver: X(name) for each tests/fuzz/fuzz_NAME.c. */
-#define FUZZ_HARNESSES X(lume) X(hosts) X(manifest) X(schema) X(bench) X(ledger) X(payload) X(deploy) X(image) X(identity) X(config) X(verdict)
+#define FUZZ_HARNESSES X(lume) X(hosts) X(manifest) X(schema) X(bench) X(ledger) X(payload) X(deploy) X(image) X(identity) \
+	X(config) X(verdict) X(hostfile) X(trust)
 
 #ifdef FUZZ_DRIVER
 #define FUZZ_TARGET(name) int fuzz_##name(const uint8_t *data, size_t size)

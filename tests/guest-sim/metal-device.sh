@@ -15,14 +15,43 @@
 # Apple6, the highest Apple, Common and Metal family. The shim's LUME_METAL_STATE_DIR is not
 # passed on: the probe's pid is not this process's. LUME_METAL_SIM_PROBE names the probe for a
 # copy of these tools outside this tree (default: the tree's, from the tool's own path).
+#
+# The build, LUME_METAL_SIM_LLAMA_BUILD, decides the lines' format, as llama.cpp's own Metal
+# backend does (ggml/src/ggml-metal/):
+#   10167 (default; commit ee3d1b54c, the evidence's build, ../shared/fixtures/llama-bench/)
+#       ggml-metal-device.m, after the backend's split into a device part (PR 15995, mid-September
+#       2025, about b6500): "ggml_metal_device_init: GPU name:   MTL0 (Apple Paravirtual
+#       device)", "ggml_metal_device_init: simdgroup matrix mul. = true", ... (the fixtures'
+#       lines, docs/metal-facts.md);
+#   5970 (commit 07a19e27, Homebrew's of July 2025: llama.cpp issue 14966) ggml-metal.m before it:
+#       "ggml_metal_init: allocating", "found device", "picking default device",
+#       "ggml_metal_load_library: using embedded metal library", "ggml_metal_init: GPU name:
+#       Apple Paravirtual device" (the device's name alone), the families, "ggml_metal_init:
+#       simdgroup reduction   = ...", "simdgroup matrix mul. = ...", "has residency sets    =
+#       true", "has bfloat", "use bfloat", "hasUnifiedMemory      = true" (as its GGML_LOG_INFO
+#       calls print them; the working-set line is left out in both formats).
+# sim_build sets sim_build_number and sim_build_commit for it (llama-bench's build_number and
+# build_commit, the "build: N (COMMIT)" line); another value is not simulated (exit 1).
+sim_build() {
+	case ${LUME_METAL_SIM_LLAMA_BUILD:-10167} in
+	10167) sim_build_number=10167 sim_build_commit=ee3d1b54c ;;
+	5970) sim_build_number=5970 sim_build_commit=07a19e27 ;;
+	*)
+		printf '%s (SIMULATION): LUME_METAL_SIM_LLAMA_BUILD=%s is not simulated (10167 or 5970)\n' "${0##*/}" "$LUME_METAL_SIM_LLAMA_BUILD" >&2
+		exit 1
+		;;
+	esac
+}
 
 # sim_metal_arm NAME: runs the probe as NAME and sets sim_arm ("shim" when the shim is active in
 # the process, "stock" otherwise; LUME_METAL_SIM_BENCH=host makes it "host", bare metal),
 # sim_gpu, sim_fam (the Apple family line), sim_common, sim_metal ("" or the Metal family
 # line), sim_red, sim_mm, sim_bf (true/false), sim_kernels (the kernels llama.cpp takes:
-# "simdgroup" with simdgroup matrix mul., else "plain") and sim_say (the shim's stderr lines).
+# "simdgroup" with simdgroup matrix mul., else "plain") and sim_say (the shim's stderr lines);
+# and the build's (sim_build).
 # A probe that cannot run, or finds no device, ends the simulation (exit 1): not simulated.
 sim_metal_arm() {
+	sim_build
 	sim_say=""
 	if [ "${LUME_METAL_SIM_BENCH:-}" = host ]; then
 		sim_arm=host sim_gpu="Apple M1 Ultra" sim_fam="Apple7  (1007)" sim_common="Common3 (3003)" sim_metal=""
@@ -76,22 +105,39 @@ FACTS
 	[ "$sim_mm" != true ] || sim_kernels=simdgroup
 }
 
-# sim_metal_lines: the shim's own lines, when it said any, and the device lines, on stderr.
+# sim_metal_lines: the shim's own lines, when it said any, and the device lines of the build
+# (sim_build), on stderr.
 sim_metal_lines() {
 	[ -z "$sim_say" ] || printf '%s\n' "$sim_say" >&2
+	sim_f=ggml_metal_device_init sim_name="MTL0 ($sim_gpu)"
+	[ "$sim_build_number" -ge 6500 ] || sim_f=ggml_metal_init sim_name=$sim_gpu
 	{
-		echo "ggml_metal_device_init: tensor API disabled for pre-M5 and pre-A19 devices"
-		echo "ggml_metal_library_init: using embedded metal library"
-		echo "ggml_metal_device_init: GPU name:   MTL0 ($sim_gpu)"
-		[ -z "$sim_fam" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_fam"
-		[ -z "$sim_common" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_common"
-		[ -z "$sim_metal" ] || echo "ggml_metal_device_init: GPU family: MTLGPUFamily$sim_metal"
-		echo "ggml_metal_device_init: simdgroup reduction   = $sim_red"
-		echo "ggml_metal_device_init: simdgroup matrix mul. = $sim_mm"
-		echo "ggml_metal_device_init: has unified memory    = true"
-		echo "ggml_metal_device_init: has bfloat            = $sim_bf"
-		echo "ggml_metal_device_init: has tensor            = false"
-		echo "ggml_metal_device_init: use residency sets    = true"
-		echo "ggml_metal_device_init: use shared buffers    = true"
+		if [ "$sim_f" = ggml_metal_init ]; then
+			echo "ggml_metal_init: allocating"
+			echo "ggml_metal_init: found device: $sim_gpu"
+			echo "ggml_metal_init: picking default device: $sim_gpu"
+			echo "ggml_metal_load_library: using embedded metal library"
+		else
+			echo "ggml_metal_device_init: tensor API disabled for pre-M5 and pre-A19 devices"
+			echo "ggml_metal_library_init: using embedded metal library"
+		fi
+		echo "$sim_f: GPU name:   $sim_name"
+		[ -z "$sim_fam" ] || echo "$sim_f: GPU family: MTLGPUFamily$sim_fam"
+		[ -z "$sim_common" ] || echo "$sim_f: GPU family: MTLGPUFamily$sim_common"
+		[ -z "$sim_metal" ] || echo "$sim_f: GPU family: MTLGPUFamily$sim_metal"
+		echo "$sim_f: simdgroup reduction   = $sim_red"
+		echo "$sim_f: simdgroup matrix mul. = $sim_mm"
+		if [ "$sim_f" = ggml_metal_init ]; then
+			echo "ggml_metal_init: has residency sets    = true"
+			echo "ggml_metal_init: has bfloat            = $sim_bf"
+			echo "ggml_metal_init: use bfloat            = $sim_bf"
+			echo "ggml_metal_init: hasUnifiedMemory      = true"
+		else
+			echo "ggml_metal_device_init: has unified memory    = true"
+			echo "ggml_metal_device_init: has bfloat            = $sim_bf"
+			echo "ggml_metal_device_init: has tensor            = false"
+			echo "ggml_metal_device_init: use residency sets    = true"
+			echo "ggml_metal_device_init: use shared buffers    = true"
+		fi
 	} >&2
 }

@@ -29,6 +29,8 @@ macho "$P/arm64e" $ARM64 2147483650 2 131074
 macho "$P/hardened" $ARM64 0 2 65538
 macho "$P/hardened-dyld" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables)"
 macho "$P/hardened-both" $ARM64 0 2 65538 "$(ents allow-dyld-environment-variables disable-library-validation)"
+# The library-validation flag (0x2000, CS_REQUIRE_LV) without the hardened runtime: 0x2002.
+macho "$P/lv" $ARM64 0 2 8194
 macho "$T/shim.dylib" $ARM64 0 6 131074
 # A script that crashes a second after it starts. /bin/sh is SIP-protected: the simulated launchd
 # purges DYLD_* (LD_PRELOAD with them) there as macOS does, so no shim state comes from it (on
@@ -45,11 +47,13 @@ chmod +x "$P/crash" "$P/wrapped"
 # service) running PROGRAM, the shim scoped to PROCESS; builds its payload $T/NAME.tar.gz, sets
 # SHA. With LIB its LaunchAgent also sets DYLD_INSERT_LIBRARIES=LIB (a workload may not: the
 # payload is edited and its sums rewritten), for the simulated dyld of a Mach-O program: the
-# linux-sim release itself preloads with LD_PRELOAD.
+# linux-sim release itself preloads with LD_PRELOAD. wl_json NAME PROGRAM PROCESS [ENV
+# [READINESS]] writes the workload alone, with ENV (a JSON object) as its environment and
+# READINESS as its "readiness".
 wl_json() {
 	mkdir -p "$T/wl"
-	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s}\n' \
-		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" >"$T/wl/$1.json"
+	printf '{"id":"%s","label":"%s","profile":"m1-ultra-tahoe-26.5","programArguments":["%s","--port","8080"],"processes":["%s"],"stdoutPath":"~/Library/Logs/lume-metal/%s.out.log","stderrPath":"~/Library/Logs/lume-metal/%s.err.log","runAtLoad":true,"keepAlive":true,"throttleInterval":1,"exitTimeOut":5%s%s}\n' \
+		"$1" "$LABEL" "$2" "$3" "$1" "$1" "${4:+,\"environment\":$4}" "${5:+,\"readiness\":$5}" >"$T/wl/$1.json"
 }
 wl() {
 	wl_json "$1" "$2" "$3"
@@ -90,6 +94,10 @@ jis "... and its ceiling" "$T/a.json" .process.shim.appleFamilyMax 1009
 jis "... no cause: it passed" "$T/a.json" .cause null
 jis "... the wait it allowed (the environment's LUME_METAL_CONFIRM_TIMEOUT)" "$T/a.json" .confirm.timeout 10
 jis "... and the watch after (LUME_METAL_CONFIRM_SETTLE)" "$T/a.json" .confirm.settle 0
+# llama-server's manifest says how to know it serves ("readiness": its /health answers 200): the
+# time from the bootstrap to that answer (the simulated server is ready once its device is up).
+ms=$(jget "$T/a.json" .readyMs)
+check_range "... and the time to ready, from the bootstrap to /health's 200 (ms)" "$ms" 0 10000
 alive "... that process runs" "$pid"
 check_has "install.json keeps it" "\"process\":{\"pid\":$pid,\"shimActive\":true" "$ROOT/install.json"
 check_has "the shim's state is the pid's file under the logs folder" '"active":true' "$HOME/Library/Logs/lume-metal/$SD/$pid"
@@ -136,6 +144,9 @@ jis "... --confirm-timeout 2 won over the environment's 10" "$T/o.json" .confirm
 # of its log).
 wl hardened-dyld "$P/hardened-dyld" hardened-dyld "$DYLD"
 reverted "a hardened program without disable-library-validation (dyld aborts it)" hardened-dyld "^the workload launchd runs does not have the shim: $P/hardened-dyld exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '" image
+# The library-validation flag alone asks for library validation: dyld aborts it as above.
+wl lv "$P/lv" lv "$DYLD"
+reverted "a program with the library-validation flag (dyld aborts it)" lv "^the workload launchd runs does not have the shim: $P/lv exited \\(terminated by Abort trap: 6, [0-9]+ runs\\): it crashes; its stderr log ends: dyld\\[[0-9]+\\]: terminating because inserted dylib '$DYLD' could not be loaded: tried: '$DYLD' \\(code signature in <00000000-0000-0000-0000-000000000000> '$DYLD' not valid for use in process: mapping process and mapped file \\(non-platform\\) have different Team IDs\\), '" image
 wl named /opt/homebrew/bin/llama-server ollama
 reverted "a process the shim is not scoped to" named "^the workload launchd runs does not have the shim: the shim stays stock in /opt/homebrew/bin/llama-server \\(pid [0-9]+\\): process llama-server is not in LUME_METAL_PROCESSES\$" image
 wl missing "$T/no-such-server" missing
@@ -151,7 +162,8 @@ if [ -f "$TOP/build/macos/liblumemetal.dylib" ] && [ -f "$TOP/build/macos/lume-m
 	chmod +x "$T/darwin/uname"
 	for c in "arm64e|is arm64e; the shim is arm64 only: dyld would abort it" \
 		"hardened|has the hardened runtime without com.apple.security.cs.allow-dyld-environment-variables and com.apple.security.cs.disable-library-validation: dyld would drop the shim and it would run stock" \
-		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it"; do
+		"hardened-dyld|has the hardened runtime without com.apple.security.cs.disable-library-validation: its library validation would refuse the ad-hoc signed shim and dyld would abort it" \
+		"lv|is signed with the library-validation flag: dyld admits only libraries signed by Apple or with its Team ID, whatever its entitlements, so it would refuse the ad-hoc signed shim and abort it"; do
 		n=${c%%|*}
 		wl_json "mac-$n" "$P/$n" "$n"
 		payload "$T/mac-$n.tar.gz" --target macos --workload "$T/wl/mac-$n.json"
@@ -204,6 +216,30 @@ rc_is "... the same with the environment's settle of 0: installed" 0
 jis "... the settle it used" "$T/o.json" .confirm.settle 0
 install "$T/o.json" "$T/a.tar.gz" "$A"
 rc_is "... and back to release a" 0
+
+# Readiness: a workload whose manifest says how to know it serves (llama-server's /health) is
+# installed only once that answers 200, within --confirm-timeout from the bootstrap, then settles;
+# readyMs is the time to that answer. The simulated server answers 503 while it loads its model
+# (LM_SIM_WORKLOAD_READY_AFTER), as llama.cpp's does. One that exits after its device is up but
+# before it is ready, or never answers 200, is reverted, the workload's failure (its shim was
+# active), even without a settle (the environment's 0 here).
+RD='{"url":"http://127.0.0.1:8080/health"}'
+wl_json slow /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"2"}' "$RD"
+payload "$T/slow.tar.gz" --workload "$T/wl/slow.json"
+install "$T/o.json" "$T/slow.tar.gz" "$SHA"
+rc_is "ready 2 s after its device is up (503 until then): installed" 0
+ms=$(jget "$T/o.json" .readyMs)
+check_range "... readyMs: at least the 2 s it loaded, within the wait of 10" "$ms" 2000 10000
+check_has "... its log said it loaded its model before" "main: model loaded" "$HOME/Library/Logs/lume-metal/slow.err.log"
+install "$T/o.json" "$T/a.tar.gz" "$A"
+rc_is "... and back to release a" 0
+wl_json early /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"5","LM_SIM_WORKLOAD_EXIT":"1","LM_SIM_WORKLOAD_EXIT_AFTER":"1"}' "$RD"
+payload "$T/early.tar.gz" --workload "$T/wl/early.json"
+reverted "exits 1 s after its device is up, before it is ready" early "^the workload launchd runs was not ready: /opt/homebrew/bin/llama-server exited \\((last exit code 1|pid [0-9]+ gone), [0-9]+ runs\\) before it answered 200 at http://127.0.0.1:8080/health: it crashes; its stderr log ends: .*SIMULATED: failed to load the model" workload
+jis "... no time to ready" "$T/o.json" .readyMs null
+wl_json never /opt/homebrew/bin/llama-server llama-server '{"LM_SIM_WORKLOAD_READY_AFTER":"never"}' "$RD"
+payload "$T/never.tar.gz" --workload "$T/wl/never.json"
+reverted "never ready (503 throughout), --confirm-timeout 2" never "^the workload launchd runs was not ready: /opt/homebrew/bin/llama-server \\(pid [0-9]+\\) did not answer 200 at http://127.0.0.1:8080/health within 2 s of its bootstrap \\(its last answer: HTTP 503\\), the shim active in it\$" workload --confirm-timeout 2
 
 # --mark-settle (deploy's driver, which then goes on with other VMs): once the shim is active and
 # the settle begins, two lines before the JSON, the settle's seconds and the mark. They promise

@@ -34,6 +34,14 @@ macho "$P/hardened-false" $ARM64 0 2 65538 "$DENY_DYLD"
 macho "$P/hardened-lv" $ARM64 0 2 65538 "$NO_LV"
 macho "$P/hardened-both" $ARM64 0 2 65538 "$BOTH"
 macho "$P/hardened-lv-false" $ARM64 0 2 65538 "$LV_FALSE"
+# The library-validation flag (0x2000, CS_REQUIRE_LV): alone (0x2002 with adhoc), and beside the
+# hardened runtime with both entitlements or with allow-dyld alone (0x12002), or with none.
+macho "$P/lv" $ARM64 0 2 8194
+macho "$P/lv-hardened-both" $ARM64 0 2 73730 "$BOTH"
+macho "$P/lv-hardened-allowed" $ARM64 0 2 73730 "$ALLOW_DYLD"
+macho "$P/lv-hardened" $ARM64 0 2 73730
+macho "$P/lv-runtime" $ARM64 0 2 73728 "$BOTH"
+macho "$P/hard-kill" $ARM64 0 2 6914
 macho "$P/unsigned" $ARM64 0 2
 macho "$T/shim.dylib" $ARM64 0 6 131074
 # A universal x86_64 + arm64 program (unsigned slices): the arm64 slice runs.
@@ -57,6 +65,13 @@ chmod +x "$P/script"
 # The simulated codesign shows what the headers say (the check reads nothing else).
 codesign -d --verbose "$P/hardened" 2>"$T/e"
 check_grep "the hardened program's CodeDirectory has flags=0x10002(adhoc,runtime)" '^CodeDirectory v=20400 size=96 flags=0x10002\(adhoc,runtime\) hashes=0\+0 location=embedded$' "$T/e"
+# Apple's bits (CSCommon.h, cs_blobs.h) and codesign's names for them, lowest bit first.
+codesign -d --verbose "$P/lv" 2>"$T/e"
+check_grep "the library-validation flag is 0x2000: flags=0x2002(adhoc,library-validation)" '^CodeDirectory v=20400 size=96 flags=0x2002\(adhoc,library-validation\) hashes=0\+0 location=embedded$' "$T/e"
+codesign -d --verbose "$P/lv-runtime" 2>"$T/e"
+check_grep "... with the runtime, no adhoc: flags=0x12000(library-validation,runtime)" ' flags=0x12000\(library-validation,runtime\) ' "$T/e"
+codesign -d --verbose "$P/hard-kill" 2>"$T/e"
+check_grep "hard 0x100, kill 0x200, restrict 0x800, enforcement 0x1000" ' flags=0x1b02\(adhoc,hard,kill,restrict,enforcement\) ' "$T/e"
 codesign -d --entitlements - --xml "$P/hardened-allowed" >"$T/o" 2>"$T/e"
 is_eq "codesign -d --entitlements - --xml: exit 0" $? 0
 is_eq "... the entitlements XML on stdout" "$(cat "$T/o")" "$ALLOW_DYLD"
@@ -107,6 +122,12 @@ refused "a hardened-runtime program with allow-dyld and disable-library-validati
 	"^$P/hardened-lv-false has the hardened runtime without $LV: its library validation"
 refused "a hardened-runtime program with disable-library-validation alone" "$P/hardened-lv" \
 	"^$P/hardened-lv has the hardened runtime without $DY: dyld would drop the shim and it would run stock\$"
+LVM="is signed with the library-validation flag: dyld admits only libraries signed by Apple or with its Team ID, whatever its entitlements, so it would refuse the ad-hoc signed shim and abort it"
+LVF="$LVM\$"
+refused "a program with the library-validation flag, no hardened runtime" "$P/lv" "^$P/lv $LVF"
+refused "the library-validation flag beside the hardened runtime with both entitlements" "$P/lv-hardened-both" "^$P/lv-hardened-both $LVF"
+refused "... with allow-dyld alone: the flag is named" "$P/lv-hardened-allowed" "^$P/lv-hardened-allowed $LVF"
+refused "... with neither: dyld drops the shim first" "$P/lv-hardened" "^$P/lv-hardened $HR"
 refused "a script" "$P/script" "^$P/script is not a Mach-O program"
 check "a script: it did not run" test ! -e "$T/ran"
 allowed "an arm64 program" "$P/arm64"
@@ -127,6 +148,9 @@ run "$T/o.json" "$R/bin/run-with-shim" --check "$P/hardened-allowed"
 rc_is "--check of a hardened program with allow-dyld alone: exits 2" 2
 jis "... the reason names disable-library-validation" "$T/o.json" .reason \
 	"$P/hardened-allowed has the hardened runtime without $LV: its library validation would refuse the ad-hoc signed shim and dyld would abort it"
+run "$T/o.json" "$R/bin/run-with-shim" --check "$P/lv"
+rc_is "--check of a program with the library-validation flag: exits 2" 2
+jis "... the reason names the flag" "$T/o.json" .reason "$P/lv $LVM"
 run "$T/o.json" "$R/bin/run-with-shim" --check "$P/script"
 rc_is "--check of a script: exits 2" 2
 check "--check: the script did not run" test ! -e "$T/ran"

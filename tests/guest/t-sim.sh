@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091 # lib.sh and guest-lib.sh are sourced by path
+# shellcheck disable=SC1091,SC2016 # lib.sh and guest-lib.sh are sourced by path; single-quoted $ is for the inner sh
 # The simulated macOS guest commands (tests/guest-sim/bin): labelled as simulations, and their
 # outputs and exit codes as on macOS.
 . "$(dirname "$0")/../lib.sh"
@@ -109,8 +109,11 @@ check "launchctl kickstart -k" launchctl kickstart -k "gui/$uid/com.example.sim"
 is_eq "kickstart -k restarts (runs = 1)" "$(svc runs com.example.sim)" 1
 check "launchctl bootout" launchctl bootout "gui/$uid/com.example.sim"
 launchctl bootout "gui/$uid/com.example.sim" >"$T/o" 2>"$T/e"
-is_eq "bootout of an unloaded service exits 3" $? 3
-check_grep "bootout of an unloaded service: the real tool's error" '^Boot-out failed: 3: No such process$' "$T/e"
+is_eq "bootout of an unloaded service exits 113, as current macOS" $? 113
+check_grep "bootout of an unloaded service: the real tool's error" '^Boot-out failed: 113: Could not find specified service$' "$T/e"
+LUME_METAL_SIM_BOOTOUT_ESRCH=1 launchctl bootout "gui/$uid/com.example.sim" >"$T/o" 2>"$T/e"
+is_eq "... 3 on a release that answers ESRCH (LUME_METAL_SIM_BOOTOUT_ESRCH=1)" $? 3
+check_grep "... its error" '^Boot-out failed: 3: No such process$' "$T/e"
 launchctl kickstart "gui/$uid/com.example.sim" >"$T/o" 2>"$T/e"
 is_eq "kickstart of an unloaded service exits 113" $? 113
 check_grep "kickstart names the service" "^Could not find service \"com.example.sim\" in domain for user gui: $uid\$" "$T/e"
@@ -300,7 +303,9 @@ ppl() {
 }
 llama-perplexity -m "$T/m.gguf" -f "$T/text.txt" -c 128 --kl-divergence-base "$T/base" >"$T/base.out" 2>"$T/base.err"
 is_eq "the stock arm: exit 0" $? 0
-check_grep "... its logits from the plain kernels (no simdgroup matrix on the stock device)" '^_logits_ .* kernels=plain$' "$T/base"
+check_grep "... its base file starts with _logits_ and the context" '^_logits_ simulation n_ctx=128$' "$T/base"
+check_grep "... its logits from the plain kernels (no simdgroup matrix on the stock device)" '^chunks=[0-9]+ kernels=plain$' "$T/base"
+check_grep "... the build that prints ggml_metal_device_init lines (b10167, the evidence's)" '^build: 10167 \(ee3d1b54c\) with ' "$T/base.err"
 check_grep "... Apple5" '^ggml_metal_device_init: GPU family: MTLGPUFamilyApple5  \(1005\)$' "$T/base.err"
 
 ppl shim LUME_METAL_APPLE_FAMILY_MAX=1009
@@ -339,4 +344,45 @@ check_grep "llama-bench with a shim that stays stock: the stock figures (~432 pp
 env LD_PRELOAD="$SHIM" LUME_METAL_PROCESSES=llama-bench LUME_METAL_APPLE_FAMILY_MAX=1009 \
 	llama-bench -m "$T/m.gguf" -p 16 -n 4 -r 1 -o json >"$T/lb.out" 2>"$T/lb.err"
 check_grep "... and with the shim active, the shim's (~4787 pp)" '"samples_ts": \[ 4[0-9]{3}\.[0-9]+ \]' "$T/lb.out"
+check_grep "... its build, the one that prints ggml_metal_device_init lines" '"build_number": 10167,' "$T/lb.out"
+
+# Its own errors, as llama.cpp's tools/perplexity/perplexity.cpp has them: LOG_ERR, then exit 0.
+# 2 x n_ctx tokens are needed: 1000 bytes are 250 tokens here, enough for one context of 128 and
+# not for two of 256 (the old simulation asked for one).
+head -c 1000 "$T/text.txt" >"$T/short.txt"
+llama-perplexity -m "$T/m.gguf" -f "$T/short.txt" -c 128 --kl-divergence-base "$T/b128" >"$T/o" 2>"$T/e"
+is_eq "250 tokens, context 128 (256 needed): exit 0" $? 0
+check_grep "... you need at least 256 tokens" '^perplexity: you need at least 256 tokens to evaluate perplexity with a context of 128$' "$T/e"
+check_grep "... the data file tokenizes to only 250" '^perplexity: the data file you provided tokenizes to only 250 tokens$' "$T/e"
+is_eq "... the base file holds its header alone, written before the text was tokenized" "$(cat "$T/b128")" "_logits_ simulation n_ctx=128"
+llama-perplexity -m "$T/m.gguf" -c 128 --kl-divergence-base "$T/b128" --kl-divergence >"$T/o" 2>"$T/e"
+is_eq "the comparison against that base: exit 0" $? 0
+check_grep "... failed reading n_vocab, n_chunk" "^kl_divergence: failed reading n_vocab, n_chunk from $T/b128\$" "$T/e"
+check "... and no statistics" sh -c '! grep -q "KLD" "$1"' - "$T/o"
+llama-perplexity -m "$T/m.gguf" -f "$T/short.txt" -c 64 --kl-divergence-base "$T/b64" >"$T/o" 2>"$T/e"
+check "250 tokens for context 64 (128 needed): no error" sh -c '! grep -q "you need" "$1"' - "$T/e"
+llama-perplexity -m "$T/m.gguf" -c 128 --kl-divergence-base "$T/no-such-base" --kl-divergence >"$T/o" 2>"$T/e"
+is_eq "a base file that cannot be opened: exit 0" "$?:$(tail -n 1 "$T/e")" "0:kl_divergence: failed to open $T/no-such-base"
+printf 'not logits\n' >"$T/junk"
+llama-perplexity -m "$T/m.gguf" -c 128 --kl-divergence-base "$T/junk" --kl-divergence >"$T/o" 2>"$T/e"
+is_eq "a base file that is not one: exit 0" "$?:$(tail -n 1 "$T/e")" "0:kl_divergence: $T/junk does not look like a file containing log-probabilities"
+llama-perplexity -m "$T/m.gguf" -f "$T/text.txt" -c 128 --kl-divergence-base "$T/no-dir/base" >"$T/o" 2>"$T/e"
+is_eq "a base file that cannot be written: exit 0" "$?:$(tail -n 1 "$T/e")" "0:perplexity: failed to open $T/no-dir/base for writing"
+llama-perplexity -m "$T/no-model.gguf" -f "$T/text.txt" -c 128 >"$T/o" 2>"$T/e"
+is_eq "a model that does not load: exit 1, as the real one" $? 1
+
+# An older build (LUME_METAL_SIM_LLAMA_BUILD=5970, before the Metal device split of about b6500):
+# the ggml_metal_init lines of its ggml-metal.m, the GPU name alone, and its build line.
+LUME_METAL_SIM_LLAMA_BUILD=5970 ppl old LUME_METAL_APPLE_FAMILY_MAX=1009
+check_grep "b5970: its build line" '^build: 5970 \(07a19e27\) with ' "$T/old.err"
+check_grep "... ggml_metal_init: GPU name, the name alone" '^ggml_metal_init: GPU name:   Apple Paravirtual device$' "$T/old.err"
+check_grep "... Apple9 through the shim" '^ggml_metal_init: GPU family: MTLGPUFamilyApple9  \(1009\)$' "$T/old.err"
+check_grep "... simdgroup matrix mul. true" '^ggml_metal_init: simdgroup matrix mul\. = true$' "$T/old.err"
+check_grep "... its residency line" '^ggml_metal_init: has residency sets    = true$' "$T/old.err"
+check "... and no ggml_metal_device_init line" sh -c '! grep -q "^ggml_metal_device_init" "$1"' - "$T/old.err"
+LUME_METAL_SIM_LLAMA_BUILD=5970 llama-bench -m "$T/m.gguf" -p 16 -n 4 -r 1 -o json >"$T/lb.out" 2>"$T/lb.err"
+check_grep "b5970 llama-bench: its build in the JSON" '"build_commit": "07a19e27",' "$T/lb.out"
+check_grep "... and the older lines" '^ggml_metal_init: simdgroup matrix mul\. = false$' "$T/lb.err"
+LUME_METAL_SIM_LLAMA_BUILD=6000 llama-bench -m "$T/m.gguf" -p 16 -n 4 -r 1 -o json >"$T/lb.out" 2>"$T/lb.err"
+is_eq "a build that is not simulated: exit 1" $? 1
 t_done

@@ -293,6 +293,51 @@ main(void)
 	    strcmp(x.metal.gpu_name, "Apple Paravirtual device") == 0,
 	    "newer stderr: the highest Apple family (Apple9 among 7, 9, 8), CRLF lines, extra lines skipped");
 	bench_arm_free(&x);
+	/* Builds before the Metal backend's device split (about b6500) print ggml_metal_init lines,
+	 * the GPU name alone; here as llama.cpp's own CI logs have them (an M4, the log's timestamps
+	 * and levels before each line), then a paravirtual guest's in that format. */
+	bench_parse_stderr(&m,
+	    "0.00.036.387 I ggml_metal_init: allocating\n"
+	    "0.00.036.392 I ggml_metal_init: found device: Apple M4\n"
+	    "0.00.036.397 I ggml_metal_init: picking default device: Apple M4\n"
+	    "0.00.037.169 I ggml_metal_init: using embedded metal library\n"
+	    "0.00.041.279 I ggml_metal_init: GPU name:   Apple M4\n"
+	    "0.00.041.282 I ggml_metal_init: GPU family: MTLGPUFamilyApple9  (1009)\n"
+	    "0.00.041.283 I ggml_metal_init: GPU family: MTLGPUFamilyCommon3 (3003)\n"
+	    "0.00.041.283 I ggml_metal_init: GPU family: MTLGPUFamilyMetal3  (5001)\n"
+	    "0.00.041.283 I ggml_metal_init: simdgroup reduction   = true\n"
+	    "0.00.041.283 I ggml_metal_init: simdgroup matrix mul. = true\n"
+	    "0.00.041.284 I ggml_metal_init: has residency sets    = true\n"
+	    "0.00.041.284 I ggml_metal_init: has bfloat            = true\n"
+	    "0.00.041.284 I ggml_metal_init: use bfloat            = true\n"
+	    "0.00.041.285 I ggml_metal_init: hasUnifiedMemory      = true\n"
+	    "0.00.041.285 I ggml_metal_init: recommendedMaxWorkingSetSize  = 11453.25 MB\n"
+	    "ggml_metal_init: loaded kernel_add                                    0x101404a50 | th_max = 1024 | th_width =   32\n");
+	UNIT_OK(m.seen && m.tag && strcmp(m.tag, "ggml_metal_init") == 0 && strcmp(m.gpu_name, "Apple M4") == 0 &&
+	    m.apple_family == 1009 && m.simdgroup_reduction == BENCH_YES && m.simdgroup_mm == BENCH_YES &&
+	    m.has_bfloat == BENCH_YES && m.residency_sets == BENCH_UNKNOWN,
+	    "an older build's ggml_metal_init lines: the GPU's name alone, Apple9, simdgroup matrix mul. (%s, %s)",
+	    m.tag ? m.tag : "no tag", m.gpu_name);
+	bench_parse_stderr(&m,
+	    "ggml_metal_init: allocating\n"
+	    "ggml_metal_init: found device: Apple Paravirtual device\n"
+	    "ggml_metal_init: picking default device: Apple Paravirtual device\n"
+	    "ggml_metal_load_library: using embedded metal library\n"
+	    "ggml_metal_init: GPU name:   Apple Paravirtual device\n"
+	    "ggml_metal_init: GPU family: MTLGPUFamilyApple5  (1005)\n"
+	    "ggml_metal_init: GPU family: MTLGPUFamilyCommon3 (3003)\n"
+	    "ggml_metal_init: simdgroup reduction   = false\n"
+	    "ggml_metal_init: simdgroup matrix mul. = false\n");
+	UNIT_OK(m.seen && strcmp(m.gpu_name, "Apple Paravirtual device") == 0 && m.apple_family == 1005 &&
+	    m.simdgroup_reduction == BENCH_NO && m.simdgroup_mm == BENCH_NO,
+	    "... a stock paravirtual device in that format: Apple5, no simdgroup matrix mul.");
+	bench_parse_stderr(&m, "ggml_metal_device_init: GPU name:   MTL0 (Apple M1 Ultra)\n"
+	    "ggml_metal_device_init: simdgroup matrix mul. = true\n");
+	UNIT_OK(m.seen && strcmp(m.tag, "ggml_metal_device_init") == 0 && strcmp(m.gpu_name, "Apple M1 Ultra") == 0 &&
+	    m.simdgroup_mm == BENCH_YES, "the current format names ggml_metal_device_init, the name in MTL0's parentheses");
+	bench_parse_stderr(&m, "xggml_metal_initx: simdgroup matrix mul. = true\nggml_metal_init simdgroup matrix mul. = "
+	    "true\n");
+	UNIT_OK(!m.seen && m.simdgroup_mm == BENCH_UNKNOWN, "only the function's name with its colon counts");
 	bench_parse_stderr(&m, "llama_model_load: nothing about metal\n");
 	UNIT_OK(!m.seen && m.apple_family == 0 && m.simdgroup_mm == BENCH_UNKNOWN && m.has_bfloat == BENCH_UNKNOWN,
 	    "stderr without device lines leaves everything unknown");

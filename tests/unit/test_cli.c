@@ -6,6 +6,7 @@
 
 #include "unit.h"
 #include "cmd/cli.c"
+#include "cmd/cli_format.c"
 
 /* s (n bytes) escaped must be want. */
 static void

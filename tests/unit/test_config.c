@@ -67,6 +67,15 @@ main(void)
 	UNIT_OK(config_get(c, "nope", NULL) == NULL && config_get(NULL, "user", NULL) == NULL, "unknown key or no config: NULL");
 	UNIT_OK(strcmp(config_path(c), file) == 0, "config_path is the file read");
 	config_free(c);
+	/* docs/verdicts.md's own setup line, and each file of trusted-key's list. */
+	UNIT_OK(load(&c, "signing-key=~/.config/lume-metal/verdict-key\ntrusted-key=~/a.pub, ~/b.pub,/etc/c.pub\n"
+	    "registry=~/not-a-path\n", err) == LM_OK, "signing-key and trusted-key load (%s)", err);
+	UNIT_OK(strcmp(config_get(c, "signing-key", NULL), "/home/u/.config/lume-metal/verdict-key") == 0,
+	    "~/ in signing-key is $HOME/ (%s)", config_get(c, "signing-key", NULL));
+	UNIT_OK(strcmp(config_get(c, "trusted-key", NULL), "/home/u/a.pub, /home/u/b.pub,/etc/c.pub") == 0,
+	    "... and in each file of trusted-key's list (%s)", config_get(c, "trusted-key", NULL));
+	UNIT_OK(strcmp(config_get(c, "registry", NULL), "~/not-a-path") == 0, "... but not in a key that is no path");
+	config_free(c);
 
 	snprintf(want, sizeof want, "%s:2: unknown key 'usr'; did you mean user?", file);
 	bad("user=a\nusr=b\n", want, "a misspelt key");

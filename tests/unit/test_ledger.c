@@ -225,6 +225,10 @@ test_merge_shapes(const char *a, const char *c, const char *path)
 		    "\"cause\""},
 		{"{\"kind\":\"golden\",\"vm\":\"v\",\"verdict\":\"fail\",\"time\":\"2026-01-01T00:00:00Z\",\"cause\":\"workload\"}",
 		    "\"cause\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"pass\",\"time\":\"2026-01-01T00:00:00Z\",\"readyMs\":\"soon\"}",
+		    "\"readyMs\""},
+		{"{\"kind\":\"deploy\",\"vm\":\"v\",\"verdict\":\"pass\",\"time\":\"2026-01-01T00:00:00Z\",\"readyMs\":-1}",
+		    "\"readyMs\""},
 	};
 	char err[LM_ERRLEN], recs[4096];
 	ledger_merge_counts n;

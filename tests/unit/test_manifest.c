@@ -106,6 +106,14 @@ main(void)
 	    "\"processes\":[\"w\"],\"stdoutPath\":\"o\",\"stderrPath\":\"e\"}", err) == LM_EINPUT,
 	    "a label with shell characters refused");
 	UNIT_HAS(err, "label: \"bad label;rm\" does not match", "... naming the field");
+	UNIT_OK(try(1, "w", WL(",\"readiness\":{\"url\":\"http://127.0.0.1:8080/health\"}"), err) == LM_OK,
+	    "a readiness URL on the guest's loopback loads");
+	UNIT_OK(try(1, "w", WL(",\"readiness\":{\"url\":\"http://10.0.0.5:8080/health\"}"), err) == LM_EINPUT,
+	    "a readiness URL off the guest's loopback refused");
+	UNIT_HAS(err, "readiness.url: \"http://10.0.0.5:8080/health\" does not match", "... naming the field");
+	UNIT_OK(try(1, "w", WL(",\"readiness\":{\"url\":\"http://localhost:8080/a b\"}"), err) == LM_EINPUT,
+	    "a readiness URL with a space refused (payload.env holds it unquoted)");
+	UNIT_OK(try(1, "w", WL(",\"readiness\":{}"), err) == LM_EINPUT, "a readiness without its url refused");
 
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
 	if (system(path) != 0)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/ledger.h"
 #include "unit.h"
@@ -211,6 +212,67 @@ main(void)
 	UNIT_OK(strcmp(build, "1 ?]0;x?") == 0, "control characters in it become '?' (%s)", build);
 	validate_parse_build(build, "no build here\n", 14);
 	UNIT_OK(build[0] == '\0', "no build line is empty");
+
+	/* llama-perplexity's own errors, after which it exits 0 (tools/perplexity/perplexity.cpp's
+	 * LOG_ERR lines, as the real tool prints them). */
+	{
+		static const char few[] =
+		    "perplexity: saving all logits to /tmp/x/base.kld\n"
+		    "perplexity: tokenizing the input ..\n"
+		    "perplexity: tokenization took 1.234 ms\n"
+		    "perplexity: you need at least 1024 tokens to evaluate perplexity with a context of 512\r\n"
+		    "perplexity: the data file you provided tokenizes to only 750 tokens\n"
+		    "llama_perf_context_print:        load time =     100.00 ms\n";
+		char e[401];
+		lm_buf big = {0};
+#define PERR(lit) validate_parse_errors(e, lit, sizeof lit - 1)
+
+		UNIT_OK(validate_parse_errors(e, few, sizeof few - 1) == 1 && strcmp(e, "perplexity: you need at least 1024 "
+		    "tokens to evaluate perplexity with a context of 512; perplexity: the data file you provided tokenizes "
+		    "to only 750 tokens") == 0, "too few tokens: both lines, CR dropped, the log's lines skipped (%s)", e);
+		UNIT_OK(PERR("kl_divergence: failed to open /tmp/x/base.kld\n") == 1 &&
+		    strcmp(e, "kl_divergence: failed to open /tmp/x/base.kld") == 0, "kl_divergence: failed to open");
+		UNIT_OK(PERR("kl_divergence: b does not look like a file containing log-probabilities\n") == 1,
+		    "... not a logits file");
+		UNIT_OK(PERR("kl_divergence: failed reading n_vocab, n_chunk from b\n") == 1,
+		    "... a base file with a header alone");
+		UNIT_OK(PERR("perplexity: failed to open b for writing\n") == 1,
+		    "perplexity: failed to open BASE for writing");
+		UNIT_OK(PERR("x\nkl_divergence : failed to eval\n") == 2 &&
+		    strcmp(e, "kl_divergence : failed to eval") == 0, "\"kl_divergence : failed to eval\": the evaluation's (2)");
+		UNIT_OK(PERR("perplexity : failed to decode\n") == 2, "... \"failed to decode\" too");
+		UNIT_OK(PERR("perplexity: calculating perplexity over 8 chunks, n_ctx=512\n"
+		    "kl_divergence: 0.25 seconds per pass - ETA 0.03 minutes\nperplexityX: you need at least 2 tokens\n"
+		    "main: error: you need at least 2 tokens\n") == 0 && e[0] == '\0',
+		    "its log lines, another function's and another prefix are not errors");
+		UNIT_OK(PERR("kl_divergence: failed to open \033]0;x\007\n") == 1 &&
+		    strcmp(e, "kl_divergence: failed to open ?]0;x?") == 0, "control characters become '?' (%s)", e);
+		for (int i = 0; i < 100; i++)
+			lm_buf_addf(&big, "perplexity: failed to open /a/very/long/path/to/some/base/file.kld for writing\n");
+		UNIT_OK(validate_parse_errors(e, big.data, big.len) == 1 && strlen(e) == 400, "many: at most 400 bytes");
+		lm_buf_free(&big);
+		UNIT_OK(validate_parse_errors(e, NULL, 0) == 0, "no stderr: none");
+#undef PERR
+	}
+
+	/* A text too short for 2 x context tokens, refused before anything runs. */
+	{
+		char path[] = "/tmp/lm-unit-text.XXXXXX";
+		int fd = mkstemp(path);
+		char buf[1100];
+
+		memset(buf, 'a', sizeof buf);
+		UNIT_OK(fd >= 0 && write(fd, buf, 1021) == 1021, "a text of 1021 bytes");
+		UNIT_OK(validate_text_check(path, 512, err) == LM_EINPUT, "... is refused for context 512 (1024 tokens)");
+		UNIT_HAS(err, "has 1021 bytes: llama-perplexity needs at least 2 x context = 1024 tokens", "... saying why");
+		UNIT_OK(write(fd, buf, 1) == 1 && validate_text_check(path, 512, err) == LM_OK,
+		    "1022 bytes may hold 1024 tokens (a BOS, a leading space): left to llama-perplexity");
+		UNIT_OK(validate_text_check(path, 128, err) == LM_OK, "... and are enough bytes for context 128");
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		UNIT_OK(validate_text_check(path, 512, err) == LM_EINPUT, "a missing text is refused");
+	}
 
 	/* The workload's fields. */
 	{
