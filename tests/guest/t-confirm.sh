@@ -229,7 +229,8 @@ payload "$T/slow.tar.gz" --workload "$T/wl/slow.json"
 install "$T/o.json" "$T/slow.tar.gz" "$SHA"
 rc_is "ready 2 s after its device is up (503 until then): installed" 0
 ms=$(jget "$T/o.json" .readyMs)
-check_range "... readyMs: at least the 2 s it loaded, within the wait of 10" "$ms" 2000 10000
+# (1980: the two mtimes it is timed by come from Linux's coarse clock, up to a tick behind.)
+check_range "... readyMs: at least the 2 s it loaded, within the wait of 10" "$ms" 1980 10000
 check_has "... its log said it loaded its model before" "main: model loaded" "$HOME/Library/Logs/lume-metal/slow.err.log"
 install "$T/o.json" "$T/a.tar.gz" "$A"
 rc_is "... and back to release a" 0
