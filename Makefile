@@ -1,6 +1,6 @@
 # lume-metal: host tool (plugin/), guest shim and probe (shim/), tests (tests/).
 VERSION  := 0.1.0
-PKGS     := libssh2 libcjson libarchive libcrypto libcurl
+PKGS     := libssh2 libcjson libarchive libcrypto libcurl sqlite3
 CC       ?= cc
 # Where `make install` puts things (DESTDIR is prepended, e.g. for a package); the binary has
 # PKGDATADIR compiled in (LM_PKGDATADIR) as the second place it looks for its data, after
@@ -21,7 +21,7 @@ DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION
             -DLM_DATADIR='"$(CURDIR)"' -DLM_PKGDATADIR='"$(PKGDATADIR)"' -DLM_COMMIT='"$(COMMIT)"'
 # Homebrew's libarchive, openssl@3 and curl are keg-only: pkg-config finds them only through
 # their own prefix. Passed on the command line, since $(shell) does not see exported variables
-# before GNU make 4.4 (macOS has 3.81).
+# before GNU make 4.4 (macOS has 3.81). sqlite3 is macOS's own: Homebrew's pkg-config has its .pc.
 PKG_CONFIG ?= pkg-config
 BREW_KEGS  := libarchive openssl@3 curl
 ifeq ($(shell uname -s),Darwin)
@@ -111,7 +111,7 @@ lint:
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
 	    tests/outputs/*.sh \
-	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/lume-preprovision \
+	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/bench-ledger scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
 	shellcheck -s sh tests/install/*.sh tests/bench/*.sh

@@ -10,7 +10,8 @@ class LumeMetal < Formula
   head "file://#{File.expand_path("..", __dir__)}", using: :git
 
   # One per pkg-config package of the Makefile's PKGS (libssh2 libcjson libarchive libcrypto
-  # libcurl); libarchive, openssl@3 and curl are keg-only, found through brew --prefix.
+  # libcurl sqlite3); libarchive, openssl@3 and curl are keg-only, found through brew --prefix;
+  # sqlite3 (the ledger's database) is macOS's own.
   depends_on "pkg-config" => :build
   depends_on "cjson"
   depends_on "curl"
@@ -18,6 +19,7 @@ class LumeMetal < Formula
   depends_on "libssh2"
   depends_on "openssl@3"
   depends_on :macos
+  uses_from_macos "sqlite"
 
   def install
     args = %W[

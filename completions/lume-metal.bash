@@ -16,7 +16,7 @@ _lume_metal_flags() {
 		--registry --organization --additional-tags --build-vm --keep --dry-run" ;;
 	status) echo "$conn --image --order --verdicts --textfile" ;;
 	rollback) echo "$conn $payload --to --image --no-probe --order" ;;
-	ledger) echo "--image --json --csv --state" ;;
+	ledger) echo "--image --json --csv --state --keep --dry-run" ;;
 	key) echo "--json" ;;
 	inventory) echo "--hosts --list --host -u --user" ;;
 	host) echo "$conn" ;;
@@ -79,7 +79,7 @@ _lume_metal() {
 		return
 	fi
 	case $cmd in
-	ledger) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "show export merge push pull" -- "$cur") ;;
+	ledger) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "show export merge push pull prune" -- "$cur") ;;
 	host) [[ $COMP_CWORD -eq $((i + 1)) ]] && mapfile -t COMPREPLY < <(compgen -W "status enable disable" -- "$cur") ;;
 	verify) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	report) mapfile -t COMPREPLY < <(compgen -W "stock= shim= host=" -- "$cur") ;;

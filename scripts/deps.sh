@@ -12,9 +12,10 @@ case $what in demo | test | all) ;; *) echo "usage: deps.sh [demo|test|all]" >&2
 # shim and simulated device, xmllint for the simulated plutil/launchctl.
 DEB="build-essential pkg-config libssh2-1-dev libcjson-dev libarchive-dev libssl-dev
  openssh-server openssh-client gobjc libxml2-utils"
+# libsqlite3: the ledger's database (PKGS; macOS has its own);
 # libcurl: the registry module (PKGS); python3: the simulated lume's commands beyond get and ls;
 # docker-registry and curl: the demo's golden step pushes to a real registry (tests/registry.sh).
-DEB="$DEB libcurl4-openssl-dev python3 docker-registry curl"
+DEB="$DEB libsqlite3-dev libcurl4-openssl-dev python3 docker-registry curl"
 # Only the tests: dash runs them, shellcheck (make lint), llvm (the Mach-O checks), strace,
 # ansible-core (t-ansible), ca-certificates (npm fetches zig), time (t-hostile's max RSS), tmux
 # (t-interrupt's terminal).

@@ -52,3 +52,19 @@ flip_byte() {
 	[ "$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null)" != X ] || f_c=Y
 	printf '%s' "$f_c" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
+
+# ledger_text STATE: STATE's ledger (`ledger show --json`) one field a line, as the JSON store
+# kept its documents, for grep and grep -c; the ledger itself is STATE/ledger.db (SQLite).
+ledger_text() {
+	"$LM" ledger show --json --state "$1" 2>/dev/null | python3 -m json.tool --indent 1 --no-ensure-ascii 2>/dev/null
+}
+# ledger_docs STATE DIR: each image version's document of STATE as DIR/N.json, one field a line
+# (without `ledger show --json`'s "path"): what grep -l and a merge take.
+ledger_docs() {
+	rm -rf "$2" && mkdir -p "$2" && "$LM" ledger show --json --state "$1" 2>/dev/null | python3 -c '
+import json, sys
+for i, d in enumerate(json.load(sys.stdin)):
+    d.pop("path", None)
+    with open("%s/%d.json" % (sys.argv[1], i + 1), "w") as f:
+        json.dump(d, f, indent=1, ensure_ascii=False)' "$2"
+}

@@ -694,6 +694,9 @@ cli_conn_ready(cli_conn *c, const char *cmd)
 		c->lume = v;
 	if ((v = cli_conn_setting(c, "parallel")) != NULL)
 		c->fleet.parallel = atoi(v); /* config_load checked it: 1..1024 */
+	/* Every append of this run keeps what ledger prune would (core/ledger.h). */
+	if ((v = cli_conn_setting(c, "ledger-keep")) != NULL)
+		ledger_retention(atoi(v)); /* config_load checked it: 1..1000000 */
 	return state_check(c->state, cmd);
 }
 

@@ -135,6 +135,9 @@ cmd_config(int argc, char **argv)
 	/* install.sh's own defaults (a guest whose environment sets LUME_METAL_CONFIRM_* uses that) */
 	golden_setting(&v[n++], &conn, "confirm-timeout", NULL, "60");
 	golden_setting(&v[n++], &conn, "confirm-settle", NULL, "5");
+	/* None: every record is kept until `ledger prune` (which then keeps its default, 20). */
+	v[n] = (setting){"ledger-keep", cli_conn_setting(&conn, "ledger-keep"), ""};
+	source_of(&v[n++], &conn, "default");
 
 	if (conn.json) {
 		cJSON *o = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(o, "settings");

@@ -1,4 +1,5 @@
-/* lume-metal ledger: the results per image version, shown, exported or merged from other machines. */
+/* lume-metal ledger: the results per image version, shown, exported, merged from other machines,
+ * pushed, pulled or pruned. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,13 +110,18 @@ each(const cJSON *doc, const char *path, void *ctx)
 	return 0;
 }
 
-/* Whether directory dir (or its ledger/) holds a ledger document (a *.json file). */
+/* Whether directory dir holds a ledger: a ledger.db, or a JSON document (*.json, but the
+ * marker of a migrated one) in it or its ledger/. */
 static int
 holds_documents(const char *dir)
 {
 	char sub[4096];
 	const char *where[] = {dir, sub};
+	struct stat st;
 
+	snprintf(sub, sizeof sub, "%s/ledger.db", dir);
+	if (stat(sub, &st) == 0)
+		return 1;
 	snprintf(sub, sizeof sub, "%s/ledger", dir);
 	for (size_t k = 0; k < 2; k++) {
 		DIR *d = opendir(where[k]);
@@ -127,7 +133,8 @@ holds_documents(const char *dir)
 		while (!found && (e = readdir(d)) != NULL) {
 			size_t len = strlen(e->d_name);
 
-			found = e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
+			found = e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 &&
+			    strcmp(e->d_name, LEDGER_MARKER) != 0;
 		}
 		closedir(d);
 		if (found)
@@ -153,7 +160,7 @@ merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
 		struct stat st;
 
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode) && !holds_documents(srcs[i]))
-			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger document (*.json, or ledger/*.json); "
+			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger (ledger.db, *.json, or ledger/*.json); "
 			    "nothing was merged", srcs[i]);
 	}
 	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
@@ -250,7 +257,7 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", s(r, "time"), s(r, "kind"), s(r, "verdict"), s(r, "vm"),
 				    s(r, "payloadSha256"));
 		}
-		cli_printf("recorded %d record(s) from trusted verdicts under %s/ledger%s\n", added, conn->state,
+		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->state,
 		    n > trusted ? "; the others are never used by the gate" : "");
 	}
 	cJSON_Delete(out);
@@ -259,13 +266,60 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 	return trusted > 0 ? EXIT_OK : EXIT_REFUSED;
 }
 
+/* ledger prune: what the gate and the reports no longer need removed (core/ledger.h), said. */
+static int
+prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int nargs)
+{
+	const char *keep_text = keep_flag ? keep_flag : cli_conn_setting(conn, "ledger-keep");
+	char err[LM_ERRLEN], label[LEDGER_STR_MAX + 64], *end = NULL;
+	long keep = keep_text ? strtol(keep_text, &end, 10) : LEDGER_KEEP_DEFAULT;
+	cJSON *out = NULL;
+	const cJSON *v, *k;
+	int rc;
+
+	if (nargs != 0 || mode == 'c')
+		return cli_error(EXIT_USAGE, "ledger prune: takes no arguments and no --csv; see 'lume-metal help ledger'");
+	if (keep_text && (end == keep_text || *end != '\0' || keep < 1 || keep > 1000000))
+		return cli_error(EXIT_USAGE, "ledger prune: --keep %s: not a whole number from 1 to 1000000", keep_text);
+	if ((rc = ledger_prune(&out, conn->state, (int)keep, dry_run, err)) != LM_OK) {
+		cJSON_Delete(out);
+		return cli_fail(rc, err);
+	}
+	if (mode == 'j')
+		cli_print_json(out);
+	else {
+		double removed = cJSON_GetObjectItemCaseSensitive(out, "removed")->valuedouble;
+
+		cli_printf("%s %.0f record(s) of %d image version(s)%s (kept: every record that gates, the newest of each "
+		    "kind and payload, each VM's newest %ld, each image version's newest %ld records of clones)\n",
+		    dry_run ? "would remove" : "removed", removed, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out,
+		    "versions")), dry_run ? ", nothing removed (--dry-run)" : "", keep, keep);
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(out, "versions")) {
+			lm_buf kinds = {0};
+
+			cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(v, "kinds"))
+				lm_buf_addf(&kinds, "%s%s %.0f", kinds.data ? ", " : "", k->string, k->valuedouble);
+			cli_printf("  %s  %s %.0f (%s), %.0f left  %s\n", ledger_key_label(label, sizeof label,
+			    cJSON_GetObjectItemCaseSensitive(v, "key"), NULL), dry_run ? "would remove" : "removed",
+			    cJSON_GetObjectItemCaseSensitive(v, "removed")->valuedouble, kinds.data ? kinds.data : "",
+			    cJSON_GetObjectItemCaseSensitive(v, "kept")->valuedouble, s(v, "document"));
+			lm_buf_free(&kinds);
+		}
+	}
+	cJSON_Delete(out);
+	return EXIT_OK;
+}
+
 int
 cmd_ledger(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"state", required_argument, NULL, 's'}, {"image", required_argument, NULL, 'm'},
-		{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+		{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {"keep", required_argument, NULL, 'k'},
+		{"dry-run", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0},
 	};
+	const char *keep = NULL;
+	int dry_run = 0;
 	walk w = {.mode = 's'};
 	const char *verb = "show";
 	char err[LM_ERRLEN];
@@ -279,11 +333,18 @@ cmd_ledger(int argc, char **argv)
 		case 'm': w.image = optarg; break;
 		case 'j': w.mode = 'j'; break;
 		case 'c': w.mode = 'c'; break;
+		case 'k': keep = optarg; break;
+		case 'n': dry_run = 1; break;
 		default: return EXIT_USAGE;
 		}
 	}
 	if ((rc = cli_conn_ready(&conn, "ledger")) != EXIT_OK)
 		return rc;
+	if (argc - optind >= 1 && strcmp(argv[optind], "prune") == 0)
+		return w.image ? cli_error(EXIT_USAGE, "ledger prune: takes no --image (it prunes every image version)") :
+		    prune(&conn, w.mode, keep, dry_run, argc - optind - 1);
+	if (keep || dry_run)
+		return cli_error(EXIT_USAGE, "ledger: --keep and --dry-run are prune's; see 'lume-metal help ledger'");
 	if (argc - optind >= 1 && strcmp(argv[optind], "merge") == 0)
 		return merge(&conn, w.mode, w.image, argc - optind - 1, argv + optind + 1);
 	if (argc - optind >= 1 && strcmp(argv[optind], "push") == 0)
@@ -294,7 +355,7 @@ cmd_ledger(int argc, char **argv)
 		    pull(&conn, w.mode, argc - optind - 1, argv + optind + 1);
 	if (argc - optind > 1 || (argc - optind == 1 && strcmp(verb = argv[optind], "show") != 0 &&
 	    strcmp(verb, "export") != 0))
-		return cli_error(EXIT_USAGE, "ledger: takes show, export, merge, push or pull; see 'lume-metal help ledger'");
+		return cli_error(EXIT_USAGE, "ledger: takes show, export, merge, push, pull or prune; see 'lume-metal help ledger'");
 	if (strcmp(verb, "export") == 0 && w.mode == 's')
 		w.mode = 'c';
 	if (w.mode == 'c')
@@ -307,7 +368,7 @@ cmd_ledger(int argc, char **argv)
 	if (w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
-		cli_printf("no ledger records%s%s under %s/ledger\n", w.image ? " for " : "", w.image ? w.image : "",
+		cli_printf("no ledger records%s%s in %s/ledger.db\n", w.image ? " for " : "", w.image ? w.image : "",
 		    conn.state);
 	cJSON_Delete(w.all);
 	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);

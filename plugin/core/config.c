@@ -12,7 +12,7 @@
 const char *const config_keys[] = {
 	"user", "identity", "password-file", "known-hosts", "state", "parallel", "lume", "registry",
 	"organization", "verdicts", "signing-key", "trusted-key", "confirm-timeout", "confirm-settle",
-	"verdict-registries", "registry-auth", NULL,
+	"verdict-registries", "registry-auth", "ledger-keep", NULL,
 };
 #define NKEYS (sizeof config_keys / sizeof *config_keys - 1)
 
@@ -122,7 +122,7 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			    (int)(kn > 64 ? 64 : kn), s, best);
 		return lm_err(err, LM_EINPUT, "%s:%d: unknown key '%.*s' (keys: user, identity, password-file, "
 		    "known-hosts, state, parallel, lume, registry, organization, verdicts, signing-key, trusted-key, "
-		    "confirm-timeout, confirm-settle, verdict-registries, registry-auth)", c->path, line,
+		    "confirm-timeout, confirm-settle, verdict-registries, registry-auth, ledger-keep)", c->path, line,
 		    (int)(kn > 64 ? 64 : kn), s);
 	}
 	if (c->value[k] != NULL)
@@ -140,6 +140,9 @@ parse_line(config *c, const char *s, size_t n, int line, char *err)
 			return lm_err(err, LM_EINPUT, "%s:%d: %s: '%.*s' is not a whole number of seconds from %d to %d",
 			    c->path, line, config_keys[k], (int)(vn > 64 ? 64 : vn), v, wait, wait ? 3600 : 600);
 	}
+	if (strcmp(config_keys[k], "ledger-keep") == 0 && !whole(v, vn, 1, 1000000))
+		return lm_err(err, LM_EINPUT, "%s:%d: ledger-keep: '%.*s' is not a whole number from 1 to 1000000",
+		    c->path, line, (int)(vn > 64 ? 64 : vn), v);
 	if (strcmp(config_keys[k], "verdicts") == 0 && !(vn == 5 && memcmp(v, "local", 5) == 0) &&
 	    !(vn == 8 && memcmp(v, "registry", 8) == 0))
 		return lm_err(err, LM_EINPUT, "%s:%d: verdicts: '%.*s' is neither local nor registry", c->path, line,

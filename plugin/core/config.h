@@ -27,9 +27,9 @@ int config_default_path(char *out, size_t len);
  * bad line, named "PATH:LINE: " and what is wrong: no '=' ("want KEY=VALUE"), an unknown key
  * (with "did you mean K?" for the nearest key within a third of its length in edits), a key
  * given twice, an empty value, a control character, a value over CONFIG_VALUE_MAX bytes, a
- * parallel that is no whole number from 1 to 1024, a verdicts that is not local or registry, or a
+ * parallel that is no whole number from 1 to 1024, a verdicts that is not local or registry, a
  * confirm-timeout (1..3600) or confirm-settle (0..600) that is no whole number of seconds in
- * range. On failure *out is NULL. */
+ * range, or a ledger-keep that is no whole number from 1 to 1000000. On failure *out is NULL. */
 int config_load(config **out, const char *path, char *err);
 
 /* The value of key, or NULL when the file does not set it (c may be NULL); *line (when not

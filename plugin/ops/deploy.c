@@ -86,11 +86,31 @@ add_confirm(cJSON *o, const cJSON *res)
 		cJSON_AddNumberToObject(o, "readyMs", (double)(long)ms->valuedouble);
 }
 
-/* The payload is current but the ledger has no record of its install on this VM (a run that
- * was interrupted or killed after the guest activated it): the record is made from the result
- * install.sh kept in the guest (install.json), marked "reconciled". r's message says which. */
+/* The stock probe's answer last recorded for this image version (last: the key's last deploy or
+ * golden record), when it passed with this very payload and profile and --force does not ask
+ * for a full validation; else NULL. Borrowed from last. */
+static const cJSON *
+stock_recorded(const cJSON *last, const session_opts *o)
+{
+	const cJSON *stock = last ? cJSON_GetObjectItemCaseSensitive(last, "stock") : NULL;
+
+	if (o->force || stock == NULL || strcmp(str_of(last, "verdict"), "pass") != 0 ||
+	    strcmp(str_of(last, "payloadSha256"), o->info->sha256) != 0 ||
+	    strcmp(str_of(last, "profile"), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(stock, "device")))
+		return NULL;
+	return stock;
+}
+
+/* The payload is current but the ledger has no record of it on this VM: a clone of an image
+ * deployed elsewhere (each CI job's fresh clone of a golden image), or a run that was
+ * interrupted or killed after the guest activated it. The guest's install.json says so
+ * (install.sh's result, kept in the guest). When the image version's verdict for this payload
+ * and profile is recorded already, with its probe answers (last), the VM gets an observation
+ * (ledger.h, LEDGER_OBSERVE: a few hundred bytes, no verdict); else the deploy record is made
+ * from install.json, marked "reconciled". r's message says which. */
 static void
-reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o)
+reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o, const cJSON *last)
 {
 	static const char *const a[] = {"sh", "-c", "cd \"$HOME/Library/Application Support/lume-metal\" && "
 	    "cat install.json", NULL};
@@ -108,35 +128,28 @@ reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o)
 		cJSON_Delete(res);
 		return;
 	}
-	rec = session_record_new("deploy", t, o);
-	cJSON_AddStringToObject(rec, "verdict", "pass");
-	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
-	cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
-	cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+	if (stock_recorded(last, o) != NULL) {
+		/* The verdict and both probe answers are the image version's already: only who had it. */
+		rec = session_record_new(LEDGER_OBSERVE, t, o);
+		cJSON_AddStringToObject(rec, "result", "current");
+		session_set_state(r, "unchanged", "this payload is already current; this VM had no record of it (a clone "
+		    "of a deployed image, or a run interrupted after the guest activated it): recorded as an "
+		    "observation, the image version's verdict being recorded already");
+	} else {
+		rec = session_record_new("deploy", t, o);
+		cJSON_AddStringToObject(rec, "verdict", "pass");
+		cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
+		cJSON_AddItemToObject(rec, "stock", ledger_probe_summary(stock));
+		cJSON_AddItemToObject(rec, "shimmed", ledger_probe_summary(cJSON_GetObjectItemCaseSensitive(res, "shimmed")));
+		session_set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a "
+		    "run interrupted or killed after the guest activated it): recorded now from the guest's install.json");
+	}
 	record_process(rec, cJSON_GetObjectItemCaseSensitive(res, "process"));
 	cJSON_AddTrueToObject(rec, "reconciled");
-	session_set_state(r, "unchanged", "this payload is already current; its install was not in the ledger (a run "
-	    "interrupted or killed after the guest activated it): recorded now from the guest's install.json");
 	cJSON_AddTrueToObject(r, "reconciled");
 	session_record(r, o, s->key, rec);
 	cJSON_Delete(rec);
 	cJSON_Delete(res);
-}
-
-/* The stock probe's answer last recorded for this image version (last: the key's last deploy or
- * golden record), when it passed with this very payload and profile and --force does not ask
- * for a full validation; else NULL. Borrowed from last. */
-static const cJSON *
-stock_recorded(const cJSON *last, const session_opts *o)
-{
-	const cJSON *stock = last ? cJSON_GetObjectItemCaseSensitive(last, "stock") : NULL;
-
-	if (o->force || stock == NULL || strcmp(str_of(last, "verdict"), "pass") != 0 ||
-	    strcmp(str_of(last, "payloadSha256"), o->info->sha256) != 0 ||
-	    strcmp(str_of(last, "profile"), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
-	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(stock, "device")))
-		return NULL;
-	return stock;
 }
 
 /* --dry-run's plan for one VM: the current release (or null), the new one, and what would
@@ -291,7 +304,7 @@ deploy_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 		if (o->dry_run)
 			plan_data(r, &s, o, "unchanged");
 		else if (!recorded_for(o, s.key, t, last))
-			reconcile(r, &s, t, o);
+			reconcile(r, &s, t, o, last);
 		goto done;
 	}
 	/* The workload's own numbers, once per image version (validate.h). */

@@ -99,30 +99,34 @@ check_rc "... and again (unchanged)" 0 lm deploy a1 --payload "$T/a.tar.gz" --st
 check_rc "another: deploy b1 into state s2" 0 lm deploy b1 --payload "$T/a.tar.gz" --accept-new --state "$T/s2" \
 	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
 check_rc "... and roll it back" 0 lm rollback b1 --to none --no-probe --state "$T/s2"
-check "... each ledger has documents" sh -c 'ls "$1"/ledger/*.json && ls "$2"/ledger/*.json' - "$T/s1" "$T/s2"
-# n STATE: the records in STATE's ledger.
+check "... each ledger has its database" sh -c 'ls "$1"/ledger.db && ls "$2"/ledger.db' - "$T/s1" "$T/s2"
+# Each ledger's documents, as files (a directory of documents is a source too).
+ledger_docs "$T/s1" "$T/d1" && ledger_docs "$T/s2" "$T/d2"
+# n DIR: the records of DIR's documents.
 n() { py "$1" '
 import glob
-print(sum(len(json.load(open(f))["records"]) for f in glob.glob(sys.argv[1] + "/ledger/*.json")))'; }
-N1=$(n "$T/s1") N2=$(n "$T/s2")
+print(sum(len(json.load(open(f))["records"]) for f in glob.glob(sys.argv[1] + "/*.json")))'; }
+N1=$(n "$T/d1") N2=$(n "$T/d2")
 check "... holding records (s2 one more, the rollback's)" test "$N1" -ge 1 -a "$N2" -eq $((N1 + 1))
 # count FILE...: how many of the glob's files exist.
 count() { if [ -e "$1" ]; then echo $#; else echo 0; fi; }
-D1=$(count "$T"/s1/ledger/*.json) D2=$(count "$T"/s2/ledger/*.json)
-ND=$(for f in "$T"/s1/ledger/*.json "$T"/s2/ledger/*.json; do basename "$f"; done | sort -u | wc -l | tr -d " ")
-check_rc "merge a state directory and a ledger directory into a third state" 0 \
-	"$LM" ledger merge --state "$T/s3" --json "$T/s1" "$T/s2/ledger"
+D1=$(count "$T"/d1/*.json) D2=$(count "$T"/d2/*.json)
+ND=$(py "$T/d1" "$T/d2" '
+import glob
+print(len({json.dumps(json.load(open(f))["key"], sort_keys=True) for d in sys.argv[1:] for f in glob.glob(d + "/*.json")}))')
+check_rc "merge a state directory and a directory of documents into a third state" 0 \
+	"$LM" ledger merge --state "$T/s3" --json "$T/s1" "$T/d2"
 check_grep "... counts: every record merged, none present, every source document read" \
 	"^\\{\"merged\":$((N1 + N2)),\"documents\":$ND,\"present\":0,\"sources\":$((D1 + D2))\\}\$" "$T/.out"
 check_rc "ledger show --json of the merged state" 0 "$LM" ledger show --json --state "$T/s3"
 cp "$T/.out" "$T/show.json"
 check "... holds every record of both once, each document in time order, under its own key" py \
-	"$T/show.json" "$T/s1" "$T/s2" $((N1 + N2)) '
+	"$T/show.json" "$T/d1" "$T/d2" $((N1 + N2)) '
 import glob
 docs = json.load(open(sys.argv[1]))
 src = {}
 for d in sys.argv[2:4]:
-    for f in glob.glob(d + "/ledger/*.json"):
+    for f in glob.glob(d + "/*.json"):
         doc = json.load(open(f))
         k = json.dumps(doc["key"], sort_keys=True)
         src.setdefault(k, []).extend(json.dumps(r, sort_keys=True) for r in doc["records"])
@@ -138,22 +142,22 @@ for k in got:
     assert sorted(got[k]) == sorted(src[k]), k
 assert sum(map(len, got.values())) == sum(map(len, src.values())) == int(sys.argv[4])'
 check "... and the records name both VMs" sh -c 'grep -q "\"vm\":\"a1\"" "$1" && grep -q "\"vm\":\"b1\"" "$1"' - "$T/show.json"
-cat "$T/s3"/ledger/*.json | cksum >"$T/s3.sum"
-check_rc "merging the same sources again" 0 "$LM" ledger merge --state "$T/s3" --json "$T/s1" "$T/s2/ledger"
+"$LM" ledger show --json --state "$T/s3" | cksum >"$T/s3.sum"
+check_rc "merging the same sources again" 0 "$LM" ledger merge --state "$T/s3" --json "$T/s1" "$T/d2"
 check_grep "... adds nothing, counting every record present" \
 	"^\\{\"merged\":0,\"documents\":0,\"present\":$((N1 + N2)),\"sources\":$((D1 + D2))\\}\$" "$T/.out"
-check "... and leaves the documents as they were" sh -c 'cat "$1"/ledger/*.json | cksum | cmp -s - "$2"' - "$T/s3" "$T/s3.sum"
+check "... and leaves the documents as they were" sh -c '"$3" ledger show --json --state "$1" | cksum | cmp -s - "$2"' - "$T/s3" "$T/s3.sum" "$LM"
 check_rc "merge as text" 0 "$LM" ledger merge --state "$T/s3" "$T/s1"
 check_grep "... says so" "^merged 0 record\\(s\\) into 0 document\\(s\\); $N1 already present\$" "$T/.out"
-for doc in "$T"/s2/ledger/*.json; do break; done
+for doc in "$T"/d2/*.json; do break; done
 check_rc "a single document is a source too" 0 "$LM" ledger merge --state "$T/s5" --json "$doc"
 check_grep "... merged" '^\{"merged":[1-9][0-9]*,"documents":1,"present":0,"sources":1\}$' "$T/.out"
 printf '{"hosts": []}\n' >"$T/other.json"
 check_rc "a JSON source that is not a ledger document is exit 2" 2 "$LM" ledger merge --state "$T/s4" "$T/s1" "$T/other.json"
 check_has "... naming its path" "$T/other.json" "$T/.out"
-check "... and writes nothing" sh -c '! ls "$1"/ledger/*.json 2>/dev/null' - "$T/s4"
+check "... and writes nothing" test ! -e "$T/s4/ledger.db"
 check_rc "... nor into a state that has documents" 2 "$LM" ledger merge --state "$T/s3" "$T/s2" "$T/other.json"
-check "... which stay as they were" sh -c 'cat "$1"/ledger/*.json | cksum | cmp -s - "$2"' - "$T/s3" "$T/s3.sum"
+check "... which stay as they were" sh -c '"$3" ledger show --json --state "$1" | cksum | cmp -s - "$2"' - "$T/s3" "$T/s3.sum" "$LM"
 printf 'not json' >"$T/garbage.json"
 check_rc "a source that does not parse is exit 2" 2 "$LM" ledger merge --state "$T/s4" "$T/garbage.json"
 check_has "... naming its path" "$T/garbage.json" "$T/.out"
@@ -161,7 +165,7 @@ check_rc "a missing source is exit 2" 2 "$LM" ledger merge --state "$T/s4" "$T/n
 check_rc "merge without a source is exit 2" 2 "$LM" ledger merge --state "$T/s4"
 mkdir "$T/emptydir"
 check_rc "a directory without documents is exit 2 (issue 17: no quiet success)" 2 "$LM" ledger merge --state "$T/s4" --json "$T/emptydir"
-check_grep "... naming it" "emptydir holds no ledger document" "$T/.out"
+check_grep "... naming it" "emptydir holds no ledger" "$T/.out"
 
 # --- (c) Ansible, when it is installed ---
 if ! command -v ansible-playbook >/dev/null 2>&1 || ! command -v ansible-inventory >/dev/null 2>&1; then
@@ -218,9 +222,9 @@ check_grep "... the host ok, nothing failed" '127\.0\.0\.201 +: ok=[0-9]+ +chang
 check "... both guests have payload B current" test "$(cur a1) $(cur b1)" = "releases/$B releases/$B"
 check "... the payload and its .sha256 were copied to the Mac host" \
 	test -s "$MAC/home/.lume-metal/ansible/b.tar.gz" -a -s "$MAC/home/.lume-metal/ansible/b.tar.gz.sha256"
-check "... the host's ledger is in its state directory" sh -c 'ls "$1"/*.json' - "$MAC/home/.local/state/lume-metal/ledger"
-check "... fetched flat into FETCH_DIR/HOST/" sh -c 'cd "$1" && ls "$2"/*.json | sed "s,.*/,," >"$3/a" &&
-	ls 127.0.0.201/*.json | sed "s,.*/,," | cmp - "$3/a"' - "$T/fetched" "$MAC/home/.local/state/lume-metal/ledger" "$T"
+check "... the host's ledger is in its state directory" test -s "$MAC/home/.local/state/lume-metal/ledger.db"
+check "... exported and fetched into FETCH_DIR/HOST/ledger.json: the host's documents" sh -c \
+	'"$1" ledger show --json --state "$2" | cmp - "$3"' - "$LM" "$MAC/home/.local/state/lume-metal" "$T/fetched/127.0.0.201/ledger.json"
 check_rc "the controller's ledger" 0 "$LM" ledger show --json --state "$T/ctl"
 cp "$T/.out" "$T/ctl.json"
 check "... holds both VMs' deploys of payload B, passed" py "$T/ctl.json" "$B" '
@@ -232,7 +236,7 @@ recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"] if r["kind
 assert len(recs) == 1 and recs[0]["verdict"] == "pass", recs'
 
 check "... the role merged the host's records as they arrived" sh -c \
-	'grep -A1 "^TASK \[lume_metal : Merge them into" "$1" | grep -q "^changed: \[127\.0\.0\.201 -> localhost\]"' - "$T/play.out"
+	'grep -A1 "^TASK \[lume_metal : Merge it into" "$1" | grep -q "^changed: \[127\.0\.0\.201 -> localhost\]"' - "$T/play.out"
 check_grep "... and the merge play found them there" '\\"merged\\": *0, *\\"documents\\": *0, *\\"present\\": *3' "$T/play.out"
 
 # Payload A again, with a third VM the host lists down: both guests switch back (new records),

@@ -81,7 +81,7 @@ err "status --all without lume" 2 "cannot run $T/no/lume: not found" "$LM" statu
 
 # ledger merge of a folder that holds no ledger document is an error.
 mkdir -p "$T/empty/ledger"
-err "ledger merge of an empty folder" 2 "ledger merge: $T/empty holds no ledger document" "$LM" ledger merge --state "$T/state" "$T/empty"
+err "ledger merge of an empty folder" 2 "ledger merge: $T/empty holds no ledger (ledger.db, *.json" "$LM" ledger merge --state "$T/state" "$T/empty"
 # The config file ($XDG_CONFIG_HOME/lume-metal/config): a bad line stops every command that reads
 # it, naming FILE:LINE; its values apply where no flag gives one.
 CF=$XDG_CONFIG_HOME/lume-metal/config
@@ -91,9 +91,9 @@ err "a bad number in the config file" 2 "deploy: $CF:2: parallel: 'lots' is not 
 err "... stops ledger too" 2 "ledger: $CF:2: parallel" "$LM" ledger
 printf 'state=%s\nlume=%s\nparallel=3\n' "$T/cstate" "$T/no/lume" >"$CF"
 check_rc "ledger reads the config file's state=" 0 "$LM" ledger
-check_has "... there" "under $T/cstate/ledger" "$T/.out"
+check_has "... there" "in $T/cstate/ledger.db" "$T/.out"
 check_rc "... and --state wins over it" 0 "$LM" ledger --state "$T/state"
-check_has "... there" "under $T/state/ledger" "$T/.out"
+check_has "... there" "in $T/state/ledger.db" "$T/.out"
 err "status runs the config file's lume=" 2 "cannot run $T/no/lume: not found" "$LM" status g1
 check_rc "config shows each value and its source" 0 "$LM" config --parallel 5
 check_grep "... state from the file's line 1" "^state +$T/cstate +config:$CF:1\$" "$T/.out"

@@ -102,6 +102,6 @@ check_grep "... holds both documents" '^\[\{"key":\{.*"guestBuild":"25F84".*\},\
 if grep -q '"kind":"deploy"' "$T/.out"; then not_ok "... and only their bench records"; else ok "... and only their bench records"; fi
 printf '{"key":{"image":"x"},"records":[{"kind":"bench","bench":{"format":"nope"}}]}' >"$T/state/ledger/00000000000000ff.json"
 check_rc "a bench record that is not a table is exit 2" 2 "$LM" report --ledger --state "$T/state"
-check_grep "... naming the document and record" '00000000000000ff\.json: record 1: not a bench table' "$T/.out"
+check_grep "... naming the document (its name in the database) and record" 'ledger\.db#[0-9a-f]{16}: record 1: not a bench table' "$T/.out"
 check_rc "--ledger takes no files" 2 "$LM" report --ledger $ARMS
 t_done

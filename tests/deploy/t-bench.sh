@@ -54,7 +54,7 @@ check_rc "bench --host-baseline" 0 env LUME_METAL_SIM_BENCH=host PATH="$TOP/test
 	-u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state" --json
 check_grep "... shim as a share of bare metal" '"shim_to_host_percent":98\.24' "$T/.out"
 mkdir -p "$T/hostmodels" && head -c 20000 /dev/urandom >"$T/hostmodels/model.gguf"
-records() { cat "$T"/state/ledger/*.json | grep -c '"kind":[[:space:]]*"bench"'; }
+records() { ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"bench"'; }
 nrec=$(records)
 check_rc "a host model that differs from the guest's is refused" 1 env LUME_METAL_SIM_BENCH=host PATH="$TOP/tests/guest-sim/bin:$PATH" \
 	"$LM" bench tahoe-b --model "$G/model.gguf" -r 5 --host-baseline --host-model "$T/hostmodels/model.gguf" --lume "$TOP/tests/lume-sim/lume" \

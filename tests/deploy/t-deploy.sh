@@ -78,11 +78,12 @@ check "... the first payload is current again" test "$(readlink "$(root tahoe-1)
 check_rc "rollback --to none" 0 lm rollback tahoe-1 --to none --target linux-sim --json
 check_grep "... then probes and shows the stock answers" '"probe":\{.*"stock":\{.*"Apple5":true,"Apple6":false.*"maxThreadgroupMemoryLength":32768' "$T/.out"
 check "... leaving nothing of lume-metal behind" test ! -e "$(root tahoe-1)"
+ledger_docs "$T/state" "$T/ledger-docs"
 check "... its ledger row names the release it removed, not the probe payload" sh -c 'python3 - "$1" "$2" <<"PY"
 import glob, json, sys
-recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"] if r["kind"] == "rollback" and r.get("to") == "none"]
+recs = [r for f in glob.glob(sys.argv[1] + "/*.json") for r in json.load(open(f))["records"] if r["kind"] == "rollback" and r.get("to") == "none"]
 sys.exit(0 if recs and recs[-1].get("payloadSha256") == sys.argv[2] and "probePayloadSha256" in recs[-1] else 1)
-PY' - "$T/state" "$A"
+PY' - "$T/ledger-docs" "$A"
 check_rc "rollback --to none with a payload of another target (exit 1)" 1 lm rollback tahoe-1 --to none --payload "$T/mac.tar.gz"
 check_grep "... says why in text" '^tahoe-1 +failed +rolled back to none, but the stock probe after it failed: .*the probe payload is for macos but this guest runs linux-sim' "$T/.out"
 check "... removes releases, current and previous" sh -c '! ls -A "$1" | grep -Eq "releases|current|previous"' - "$(root tahoe-1)"

@@ -77,7 +77,8 @@ D=$(head_digest org/shim 1)
 check "... pushed: the registry has shim:1 (curl -I)" sh -c "printf '%s' '$D' | grep -Eqx 'sha256:[0-9a-f]{64}'"
 check "... and the additional tag, the same manifest" test "$(head_digest org/shim latest)" = "$D"
 check_has "... the digest it reports is the registry's" "\"digest\":\"$D\"" "$T/g1"
-grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json >"$T/docs" 2>/dev/null
+ledger_docs "$T/state" "$T/ledger-docs"
+grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json >"$T/docs" 2>/dev/null
 check "... one ledger document has a golden record" test "$(wc -l <"$T/docs")" -eq 1
 doc=$(head -n 1 "$T/docs")
 check_grep "... keyed by the registry's digest" "\"imageDigest\":[[:space:]]*\"$D\"" "${doc:-/dev/null}"
@@ -96,7 +97,7 @@ assert d["key"]["imageDigest"] == sys.argv[2] and len(v) == 1 and v[0]["verdict"
 assert v[0]["digest"] == sys.argv[2] and v[0]["validation"]["meanKld"] < 0.01 and v[0]["hashes"]["modelSha256"], v' \
 	"${doc:-/dev/null}" "$D"
 check "... once: one validate record in the whole ledger (it was filed under the build VM's key too)" \
-	test "$(cat "$T/state/ledger/"*.json | grep -c '"kind":[[:space:]]*"validate"')" -eq 1
+	test "$(ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"validate"')" -eq 1
 check_grep "the build ran the workload validation" '"step":"workload","command":"validate --model [^"]*","state":"done"' "$T/g1"
 if grep -q '"record":' "$T/g1" && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "record" in d.get("validate", {}) else 1)' "$T/g1"; then
 	not_ok "... its result keeps no copy of the record"
@@ -216,11 +217,12 @@ check "... the digest it records is not shim:1's, which the re-tag put on shim:r
 check "... it is the manifest lume pushed, under golden's own tag golden-<32 hex>" sh -c \
 	"printf '%s' '$NONCE' | grep -Eqx 'golden-[0-9a-f]{32}' && test '$(head_digest org/shim "${NONCE:-none}")' = '$D11'"
 check "... and shim:r names it again: the re-tag is overwritten" test "$(head_digest org/shim r)" = "$D11"
+"$LM" ledger show --json --state "$T/state" >"$T/show11.json" 2>&1
 check "... shim:1's ledger document holds b1's golden record only, none of b11" python3 -c '
-import glob, json, sys
-docs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/ledger/*.json")]
+import json, sys
+docs = json.load(open(sys.argv[1]))
 g = [(d["key"]["imageDigest"], r["vm"]) for d in docs for r in d["records"] if r["kind"] == "golden"]
-assert (sys.argv[2], "b11") not in g and (sys.argv[3], "b11") in g, g' "$T/state" "$D" "${D11:-none}"
+assert (sys.argv[2], "b11") not in g and (sys.argv[3], "b11") in g, g' "$T/show11.json" "$D" "${D11:-none}"
 check_grep "... docker-registry 2.8 keeps golden's own tag (it deletes none), said" \
 	'"pushTag":\{"tag":"golden-[0-9a-f]{32}","removed":false,"message":"registry [^"]* answered HTTP 400 to DELETE' "$T/g11"
 # A re-tag racing golden's own tagging: a STUB registry (oci-stub.py) whose org/race points a tag
@@ -264,6 +266,7 @@ rc=$?
 check "the registry gone after the push: exit 1" test "$rc" -eq 1
 check_has "... said plainly" "pushed shim:4 but could not read its digest from $R: registry $R is unreachable" "$T/g5"
 check_has "... nothing recorded" "; nothing recorded" "$T/g5"
+ledger_docs "$T/state" "$T/ledger-docs"
 check "... and the ledger has no golden record more (b1's and b11's, two documents)" \
-	test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/state/ledger/"*.json | wc -l)" -eq 2
+	test "$(grep -l '"kind":[[:space:]]*"golden"' "$T/ledger-docs/"*.json | wc -l)" -eq 2
 t_done

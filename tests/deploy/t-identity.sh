@@ -24,8 +24,8 @@ folder() {
 mkdir -p "$T/scratch"
 guest tahoe-1 127.0.0.71 && guest tahoe-2 127.0.0.72 && guest tahoe-3 127.0.0.73 || exit 1
 folder "$HOME/.lume" tahoe-1 "$D1" && folder "$HOME/.lume" tahoe-2 "$D2" && folder "$HOME/.lume" tahoe-3
-docs() { find "$T/state/ledger" -name '*.json' 2>/dev/null | wc -l | tr -d ' '; }
-flat() { cat "$T/state/ledger"/*.json | tr -d '\n\t '; }
+docs() { "$LM" ledger show --json --state "$T/state" 2>/dev/null | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
+flat() { ledger_text "$T/state" | tr -d '\n\t '; }
 
 check_rc "deploy three local Lume VMs: two digests, one made by lume create (exit 0)" 0 \
 	env PATH="$T/macbin:$PATH" LUME_METAL_SIM_CPU_BRAND="Apple M2 Max" LUME_METAL_SIM_HW_MODEL="Mac14,13" \
@@ -45,8 +45,9 @@ check_grep "... tahoe-3 has no digest, and says why" \
 	'"vm":"tahoe-3",.*"hostSource":"local","noDigest":"no digest: VM tahoe-3 has no \.manifest-digest: it was not pulled from a registry \(a VM made by lume create\)"' "$T/local.out"
 check_grep "... the summary names each version, the digest's first 8 hex" '"byImage":\{"unknown@sha256:11111111…' "$T/local.out"
 check_has "... and the one without a digest" '"unknown (no digest) (macOS 26.5.2 25F84)":{"deployed":1}' "$T/local.out"
-check "... the records say so too" sh -c 'cat "$1"/ledger/*.json | tr -d "\n\t " | grep -q "\"vm\":\"tahoe-3\",.*\"noDigest\":\"nodigest:VMtahoe-3hasno"' - "$T/state"
-check "... never the controller's chip" sh -c '! grep -qi "epyc\|xeon\|ryzen\|Linux [0-9]" "$1"/ledger/*.json' - "$T/state"
+ledger_text "$T/state" >"$T/ledger.txt"
+check "... the records say so too" sh -c 'tr -d "\n\t " <"$1" | grep -q "\"vm\":\"tahoe-3\",.*\"noDigest\":\"nodigest:VMtahoe-3hasno"' - "$T/ledger.txt"
+check "... never the controller's chip" sh -c '! grep -qi "epyc\|xeon\|ryzen\|Linux [0-9]" "$1"' - "$T/ledger.txt"
 
 check_rc "--image REF labels a digest's version, the key unchanged" 0 \
 	env PATH="$T/macbin:$PATH" LUME_METAL_SIM_CPU_BRAND="Apple M2 Max" LUME_METAL_SIM_HW_MODEL="Mac14,13" \
@@ -95,7 +96,8 @@ check_grep "... and mac1's paravirtual-graphics preference, read in the same exe
 check "... mac2 has none set: no hostPreference" sh -c '! grep "\"vm\":\"127.0.0.82/tahoe-a\"" "$1" | grep -q hostPreference' - "$T/hosts.out"
 check_grep "... mac2's names mac2" \
 	'"vm":"127\.0\.0\.82/tahoe-a",.*"hostChip":"Apple M4 Max","hostModel":"Mac16,5","hostOS":"26\.6","hostBuild":"25G22"\},"hostSource":"host"' "$T/hosts.out"
-check "... in the ledger too, never the controller's" sh -c 'f=$(cat "$1"/ledger/*.json | tr -d "\n\t "); case $f in *"\"hostChip\":\"AppleM4Max\",\"hostModel\":\"Mac16,5\""*) ;; *) exit 1;; esac; ! printf "%s" "$f" | grep -qi "epyc\|xeon"' - "$T/state"
+ledger_text "$T/state" >"$T/ledger.txt"
+check "... in the ledger too, never the controller's" sh -c 'f=$(tr -d "\n\t " <"$1"); case $f in *"\"hostChip\":\"AppleM4Max\",\"hostModel\":\"Mac16,5\""*) ;; *) exit 1;; esac; ! printf "%s" "$f" | grep -qi "epyc\|xeon"' - "$T/ledger.txt"
 
 # A hostile Mac: a .manifest-digest that is a link to a digest outside the VM's folder, then a
 # storage listing naming a path with "..".

@@ -2,7 +2,8 @@
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 # An unreadable --state (issue 17, "No quiet failures"): deploy and status fail before they
 # connect to any VM, naming what cannot be read, whether --state or the config file's state=
-# named it; and status never reports ok for a VM whose ledger document it could not read.
+# named it; and status never reports ok for a VM whose ledger document it could not read. The
+# ledger is STATE/ledger.db (issue 32): a foreign file there is refused the same way.
 # The tests run as root, whom chmod 000 does not stop: what cannot be read here is a file where
 # the ledger's directory is expected, a directory or a FIFO where a document is expected (open
 # and read fail, or are refused, for root too), and a document that does not parse.
@@ -45,12 +46,34 @@ check_has "... naming it" "status: --state $T/st1: cannot be read: $T/st1/ledger
 check "... before connecting" test ! -e "$T/kh-cfg"
 rm "$XDG_CONFIG_HOME/lume-metal/config"
 
-# A document that reads but does not parse: status says failed, naming it, not ok (exit 1).
+# A file at ledger.db that is not the ledger's database (issue 32): refused before anything runs,
+# named, and left as it is.
+mkdir -p "$T/st5" && printf '{"records": []}\n' >"$T/st5/ledger.db"
+check_rc "status with a JSON file where the ledger's database is expected: exit 2" 2 run st5 status "$T/st5"
+check_has "... naming it" "$T/st5/ledger.db: not this ledger's database (file is not a database)" "$T/out-st5"
+check "... before connecting" test ! -e "$T/kh-st5"
+check "... and leaving it as it was" test "$(cat "$T/st5/ledger.db")" = '{"records": []}'
+
+# A document that reads but does not parse: status says failed, naming it, not ok (exit 1). The
+# image version's JSON document, as an older lume-metal could leave it beside the database ...
 check_rc "deploy to s1 (a readable state)" 0 run st4 deploy "$T/st4" --payload "$T/a.tar.gz" \
 	--validate-workload --model "$VMODEL" --timeout "$VTIMEOUT"
-for f in "$T/st4/ledger/"*.json; do printf '{' >"$f"; done
+name=$("$LM" ledger show --json --state "$T/st4" | sed -n 's/.*"path":"[^"]*ledger\.db#\([0-9a-f]\{16\}\)".*/\1/p')
+check "... its image version's name in the database (ledger show --json)" test -n "$name"
+printf '{' >"$T/st4/ledger/$name.json"
 check_rc "status with its ledger document corrupt: exit 1" 1 run st4s status "$T/st4"
 check_grep "... state failed, not ok" '"state":"failed"' "$T/out-st4s"
-check_has "... saying why" "corrupt ledger file" "$T/out-st4s"
+check_has "... saying why" "$T/st4/ledger/$name.json: corrupt ledger file" "$T/out-st4s"
+check "... and leaving it as it was" test "$(cat "$T/st4/ledger/$name.json")" = '{'
+# ... and a record of the database damaged.
+rm "$T/st4/ledger/$name.json"
+check "a record of the database damaged (by another program)" python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE records SET record = ? WHERE kind = ?", ("{", "deploy"))
+db.commit()' "$T/st4/ledger.db"
+check_rc "status with it: exit 1" 1 run st4d status "$T/st4"
+check_grep "... state failed, not ok" '"state":"failed"' "$T/out-st4d"
+check_has "... saying why" "is not JSON: a corrupt ledger database" "$T/out-st4d"
 check "no sanitizer report in any run" sh -c '! grep -l Sanitizer "$1"/out-*' - "$T"
 t_done

@@ -162,12 +162,13 @@ I1=$(forge "$T/s-imp" "$HOME/keyA") || exit 1
 $FORGE order "$R" org/base "$D" "$L1" "$I1"
 ctl V ledger pull "$REF" --json >"$T/v.json" 2>&1
 check_grep "a signed record claiming the importer's field: refused" "carries \\\\\"imported\\\\\", which only an import sets" "$T/v.json"
+"$LM" ledger show --json --state "$T/state-V" >"$T/show-V.json" 2>&1
 check "a signed record claiming source, signer and artifact: imported, with the importer's own" python3 -c '
-import glob, json, sys
-recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"]]
+import json, sys
+recs = [r for d in json.load(open(sys.argv[1])) for r in d["records"]]
 assert len(recs) == 1, recs
 r = recs[0]
 assert "signer" not in r and "artifact" not in r and "source" not in r, r
 assert r["imported"]["signer"] == sys.argv[2] and r["imported"]["artifact"] == sys.argv[3], r' \
-	"$T/state-V" "$KA" "$L1"
+	"$T/show-V.json" "$KA" "$L1"
 t_done

@@ -44,7 +44,7 @@ V() { lm validate --hosts "$T/hosts" --lume /nonexistent --target linux-sim --mo
 runs() { for d in "$@"; do grep "^$d " "$T/ppl.log"; done | cut -d' ' -f2 | sort | tr '\n' ' '; }
 # line VM: its JSON object in $T/run.out.
 line() { grep "^{\"vm\":\"$1\"" "$T/run.out"; }
-docs() { grep -l '"kind":[[:space:]]*"validate"' "$T"/state/ledger/*.json | wc -l; }
+docs() { ledger_docs "$T/state" "$T/docs" && grep -l '"kind":[[:space:]]*"validate"' "$T"/docs/*.json | wc -l; }
 
 check_rc "validate --hosts: five guests of three image versions, one failing (exit 1)" 1 \
 	V --accept-new --evidence "$T/ev" --json
@@ -55,7 +55,7 @@ check "... one for the M4's tahoe-a (the same digest on another Mac)" test "$(ru
 check "... and no other run" test "$(wc -l <"$T/ppl.log")" -eq 6
 check "... one validate record per version: three documents" test "$(docs)" -eq 3
 check "... each with one record" sh -c 'for f in "$1"/*.json; do
-	[ "$(grep -c "\"kind\":[[:space:]]*\"validate\"" "$f")" -eq 1 ] || exit 1; done' - "$T/state/ledger"
+	[ "$(grep -c "\"kind\":[[:space:]]*\"validate\"" "$f")" -eq 1 ] || exit 1; done' - "$T/docs"
 check_grep "... the summary: three validated, two failed, by image version" \
 	'"summary":\{"validated":3,"validation-failed":2,"total":5,"byImage":\{' "$T/run.out"
 check "... the M4's tahoe-a validated itself, with its figures" sh -c \

@@ -15,8 +15,8 @@ G=$T/g/tahoe-v/home
 head -c 20000 /dev/urandom >"$G/model.gguf"
 V() { lm validate tahoe-v --target linux-sim --model "$G/model.gguf" "$@"; }
 # all: every ledger document in one file, for check_grep (which reads one file).
-all() { cat "$T"/state/ledger/*.json >"$T/ledger.all"; printf '%s' "$T/ledger.all"; }
-records() { cat "$T"/state/ledger/*.json 2>/dev/null | grep -c '"kind":[[:space:]]*"validate"'; }
+all() { ledger_text "$T/state" >"$T/ledger.all"; printf '%s' "$T/ledger.all"; }
+records() { ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"validate"'; }
 scratch() { find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'lume-metal-validate.*' 2>/dev/null | wc -l; }
 # sim NAME MODE [VAR=VALUE]: a llama-perplexity of that name in the guest that runs the
 # simulation with LUME_METAL_SIM_PPL=MODE (and VAR=VALUE); named llama-perplexity, run-with-shim
@@ -221,7 +221,8 @@ check_rc "two VMs of one unvalidated version in one run" 0 \
 cp "$T/.out" "$T/two.out"
 check "... both pass the gate" test "$(grep -Ec '"state":"(deployed|unchanged)"' "$T/two.out")" -eq 2
 check "... one of them validated, the other read its record" test "$(grep -c '"meanKld"' "$T/two.out")" -eq 1
-check "... one validate record for the version" sh -c 'grep -l "\"img-p\"" "$1"/*.json | xargs cat | grep -c "\"kind\":[[:space:]]*\"validate\"" | grep -qx 1' - "$T/state/ledger"
+ledger_docs "$T/state" "$T/docs"
+check "... one validate record for the version" sh -c 'grep -l "\"img-p\"" "$1"/*.json | xargs cat | grep -c "\"kind\":[[:space:]]*\"validate\"" | grep -qx 1' - "$T/docs"
 check_rc "two VMs of a version whose kernels are broken, in one run" 1 \
 	lm deploy tahoe-v tahoe-w --target linux-sim --image img-q --validate-workload --model "$G/model.gguf" --force \
 	--llama-perplexity "$(sim llama-perplexity bad-kld)" --json

@@ -142,9 +142,10 @@ check_grep "... deployed" '"state":"deployed"' "$T/dB"
 check_grep "... on the registry's verdict, imported" '"verdicts":\{"source":"registry","repository":"[^"]*org/shim","requests":[0-9]+,"ms":[0-9]+,"state":"imported"' "$T/dB"
 check_grep "... naming its signer" "\"signer\":\"$KA\"" "$T/dB"
 if grep -q '"meanKld"' "$T/dB" || grep -q 'llama-perplexity' "$T/dB"; then not_ok "... without a validate run on B"; else ok "... without a validate run on B"; fi
+ledger_docs "$T/state-B" "$T/docs-B"
 check "... and B's ledger records name the registry, the signer, the artifact and the statement" python3 -c '
 import glob, json, sys
-recs = [r for f in glob.glob(sys.argv[1] + "/ledger/*.json") for r in json.load(open(f))["records"]]
+recs = [r for f in glob.glob(sys.argv[1] + "/*.json") for r in json.load(open(f))["records"]]
 imp = [r for r in recs if "imported" in r]
 assert sorted(r["kind"] for r in imp) == ["golden", "validate"], recs
 assert all(r["imported"]["from"] == "registry" and r["imported"]["signer"] == sys.argv[2] and
@@ -152,7 +153,7 @@ assert all(r["imported"]["from"] == "registry" and r["imported"]["signer"] == sy
 assert not [r for r in imp if "signer" in r or "artifact" in r or r.get("source") == "registry"], imp
 assert [r["kind"] for r in recs if "imported" not in r] == ["deploy"], recs
 assert not [r for r in recs if r["kind"] == "validate" and "imported" not in r], "B validated"' \
-	"$T/state-B" "$KA" "$ART"
+	"$T/docs-B" "$KA" "$ART"
 check_rc "B: ledger show names the registry verdict and its signer" 0 ctl B ledger
 check_grep "... golden pass, from the registry" "golden +pass .*from the registry, signer ${KA%"${KA#???????????????????????}"}" "$T/.out"
 cp "$T/dB" "$T/done-when-1.json"
@@ -166,7 +167,8 @@ check "C (trusting another key): exit 3" test "$rc" -eq 3
 check_grep "... refused" '"state":"refused"' "$T/dC"
 check_grep "... naming the untrusted signer by its keyid, the key's fingerprint" "signed by $FAE, a key this controller does not trust" "$T/dC"
 check_grep "... and the command to run" 'validate it first: lume-metal validate vc --workload llama-server' "$T/dC"
-check "... nothing of A's written into C's ledger" sh -c "! grep -rqs '\"imported\"' '$T/state-C/ledger'"
+ledger_text "$T/state-C" >"$T/ledger-C.txt"
+check "... nothing of A's written into C's ledger" sh -c "! grep -qs '\"imported\"' '$T/ledger-C.txt'"
 cp "$T/dC" "$T/done-when-2.json"
 
 # Registry down: the gate falls back to the local ledger and says so.

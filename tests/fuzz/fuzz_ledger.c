@@ -1,9 +1,11 @@
-/* A ledger document, as `ledger merge` fetches them from other machines: the input written as
- * the document of a fixed key under a fresh state directory, then ledger_load_verdict,
- * ledger_each (with ledger_key_label of the document's key, and for each record
- * ledger_record_problem, ledger_record_who and ledger_probe_summary of its probes; for a
- * "bench" one what `report --ledger` does with its table), ledger_merge into a second state
- * and back, ledger_append and ledger_load. */
+/* A ledger document, as an older lume-metal left it under <state>/ledger/ and as `ledger merge`
+ * fetches them from other machines: the input written as the JSON document of a fixed key
+ * under a fresh state directory, which the first use migrates into the database
+ * (ledger_load_verdict), then ledger_each (with ledger_key_label of the document's key, and
+ * for each record ledger_record_problem, ledger_record_who and ledger_probe_summary of its
+ * probes; for a "bench" one what `report --ledger` does with its table), ledger_merge of the
+ * input as a file into a second state and of that state's database back, ledger_append of a
+ * deploy record and an observation, ledger_prune (a dry run, then for real) and ledger_load. */
 #include "core/bench.h"
 #include "fuzz.h"
 #include "core/ledger.h"
@@ -39,7 +41,7 @@ each(const cJSON *doc, const char *path, void *ctx)
 
 FUZZ_TARGET(ledger)
 {
-	char state[4200], state2[4200], dir[4300], doc_path[4300], err[LM_ERRLEN];
+	char state[4200], state2[4200], dir[4300], doc_path[4300], src_path[4300], err[LM_ERRLEN];
 	cJSON *key = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.5.2", "25F84", "VirtualMac2,1",
 	    "Apple M1 Ultra (Virtual)", "Linux 6.1.0");
 	cJSON *last = NULL, *doc = NULL, *rec = cJSON_CreateObject();
@@ -55,6 +57,8 @@ FUZZ_TARGET(ledger)
 	    ledger_path(doc_path, sizeof doc_path, state, key) != LM_OK)
 		abort();
 	fuzz_write(doc_path, data, size);
+	snprintf(src_path, sizeof src_path, "%s", fuzz_path("src.json"));
+	fuzz_write(src_path, data, size);
 
 	fuzz_note("ledger_load_verdict", ledger_load_verdict(&last, &recorded, state, key, &dep, err), err);
 	cJSON_Delete(last);
@@ -62,7 +66,7 @@ FUZZ_TARGET(ledger)
 	ledger_load_verdict(&last, &recorded, state, key, &bench, err);
 	cJSON_Delete(last);
 	fuzz_note("ledger_each", ledger_each(state, each, NULL, err), err);
-	src[0] = doc_path;
+	src[0] = src_path;
 	if (fuzz_note("ledger_merge", ledger_merge(&counts, state2, src, 1, err), err) == LM_OK) {
 		src[0] = state2;
 		ledger_merge(&counts, state, src, 1, err);
@@ -70,7 +74,20 @@ FUZZ_TARGET(ledger)
 	cJSON_AddStringToObject(rec, "kind", "deploy");
 	cJSON_AddStringToObject(rec, "vm", "tahoe-1");
 	cJSON_AddStringToObject(rec, "verdict", "pass");
+	cJSON_AddStringToObject(rec, "payloadSha256", "0123");
 	fuzz_note("ledger_append", ledger_append(state, key, rec, err), err);
+	cJSON_ReplaceItemInObject(rec, "kind", cJSON_CreateString(LEDGER_OBSERVE));
+	cJSON_AddStringToObject(rec, "result", "current");
+	ledger_append(state, key, rec, err);
+	{
+		cJSON *pruned = NULL;
+
+		ledger_prune(&pruned, state, 1, 1, err);
+		cJSON_Delete(pruned);
+		pruned = NULL;
+		fuzz_note("ledger_prune", ledger_prune(&pruned, state, 1, 0, err), err);
+		cJSON_Delete(pruned);
+	}
 	ledger_load(&doc, state, key, err);
 
 	cJSON_Delete(doc);

@@ -5,7 +5,7 @@
 # with the simulated macOS and llama-bench, with `lume-metal ... --json` (a second payload is
 # deployed before the rollback). The guest's answers
 # are rebuilt from those results in the stub's format (stub_ssh.h); the ledger the run wrote is
-# copied as it is. Needs `make plugin/lume-metal` (SEEDS_LM=... for another binary), the Linux shim
+# copied as its JSON documents (`ledger show --json`). Needs `make plugin/lume-metal` (SEEDS_LM=... for another binary), the Linux shim
 # (`make shim`) and jq. Writes tests/fuzz/{deploy,ledger}/corpus/real-*; not part of `make test`.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/deploy/common.sh"
@@ -67,9 +67,12 @@ MARK=lume-metal:facts-end
 		printf '%s0' "$RS"; cat "$T/ev/$arm.json"; printf '%s' "$US"; cat "$T/ev/$arm.stderr"
 	done
 } >"$D/real-bench"
-n=0
-for f in "$T"/state/ledger/*.json; do
-	n=$((n + 1)); cp "$f" "$L/real-ledger-$n.json"
+# Each image version's document as `ledger show --json` has it, without its "path".
+"$LM" ledger show --json --state "$T/state" >"$T/ledger.json" || exit 1
+n=$(jq length "$T/ledger.json")
+i=0
+while [ "$i" -lt "$n" ]; do
+	i=$((i + 1)); jq --indent 2 ".[$((i - 1))] | del(.path)" "$T/ledger.json" >"$L/real-ledger-$i.json"
 done
 # The same seeds from every run: this run's paths as a Mac's.
 for f in "$D"/real-* "$L"/real-*; do

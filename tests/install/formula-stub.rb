@@ -23,6 +23,8 @@ class Formula
     def url(*, **) = nil
     def sha256(*) = nil
     def license(*) = nil
+    # On macOS the system's library: nothing to install (the formula's sqlite).
+    def uses_from_macos(*, **) = nil
   end
 
   def prefix = Pathname.new(ENV.fetch("FAKE_PREFIX"))

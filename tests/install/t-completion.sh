@@ -29,7 +29,7 @@ for f in --pull --pull-registry --pull-organization --registry --organization --
 done
 check "bash, zsh: golden's --pull IMAGE:TAG and its other flags with a value take one (no flags offered after them)" test -z "$flagged"
 bcomp ledger "" >"$T/got"
-check "bash: ledger offers show, export, merge, push, pull" sh -c 'test "$(tr "\n" " " <"$1")" = "export merge pull push show "' - "$T/got"
+check "bash: ledger offers show, export, merge, push, pull, prune" sh -c 'test "$(tr "\n" " " <"$1")" = "export merge prune pull push show "' - "$T/got"
 while read -r c; do
 	bcomp "$c" - >"$T/got"
 	help_flags "$c" >"$T/flags"

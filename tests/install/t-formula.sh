@@ -11,11 +11,11 @@ check_rc "ruby -c" 0 ruby -c "$F"
 check_grep "... Syntax OK" '^Syntax OK$' "$T/.out"
 check_grep "in a tap layout: Formula/lume-metal.rb defines LumeMetal" '^class LumeMetal < Formula$' "$F"
 
-# The Homebrew formula of each pkg-config package the Makefile links.
+# The Homebrew formula of each pkg-config package the Makefile links (none for macOS's own sqlite3).
 brew_of() {
 	case $1 in
 	libssh2) echo libssh2 ;; libcjson) echo cjson ;; libarchive) echo libarchive ;;
-	libcrypto | libssl) echo openssl@3 ;; libcurl) echo curl ;;
+	libcrypto | libssl) echo openssl@3 ;; libcurl) echo curl ;; sqlite3) ;;
 	*) echo "?$1" ;;
 	esac
 }
@@ -27,6 +27,9 @@ ruby -e 'class Formula; def self.method_missing(*, **) = nil; def self.test(*) =
 	n, k = d.is_a?(Hash) ? d.first : [d, nil]; puts [n, k].compact.join(" ") if n.is_a?(String); end; end
 	load ARGV[0]' "$F" | sort -u >"$T/got"
 check "its dependencies are one per Makefile package, plus pkg-config to build" diff "$T/want" "$T/got"
+case " $pkgs " in
+*" sqlite3 "*) check_grep "... and the ledger's sqlite3 from macOS" '^  uses_from_macos "sqlite"$' "$F" ;;
+esac
 
 # The install and test blocks, run.
 # tests/metal-sim: `make shim` on Linux builds the simulated device too.

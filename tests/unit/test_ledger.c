@@ -1,11 +1,14 @@
 /* The ledger: records per image version, 32 concurrent writers, corrupt files left alone,
- * ledgers of other machines merged in. */
+ * ledgers of other machines merged in. The database itself (foreign files, SIGKILLed writers,
+ * the migration, prune) is test_ledger_store's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "core/ledger.h"
 #include "unit.h"
@@ -127,15 +130,17 @@ test_merge(const cJSON *k, const cJSON *k2)
 	UNIT_OK(strcmp(got, "vm0 vm1 vm2 vm3 vm4") == 0, "... in time order (%s)", got);
 	vms(got, sizeof got, a, k2);
 	UNIT_OK(strcmp(got, "vm9") == 0, "... and a document a had not is created (%s)", got);
-	ledger_path(path, sizeof path, a, k2);
-	UNIT_OK(access(path, F_OK) == 0, "... under the same file name as on b");
 
-	snprintf(path, sizeof path, "%s/ledger", b);
+	snprintf(path, sizeof path, "%s/ledger.db", b);
 	src[0] = path;
 	rc = merge_same(&n, &same, a, src, 1, err);
 	UNIT_OK(rc == LM_OK && n.merged == 0 && n.present == 5 && n.documents == 0,
-	    "merging again (its ledger directory) adds nothing: %d present", n.present);
+	    "merging again (its database file) adds nothing: %d present", n.present);
 	UNIT_OK(same, "... and writes nothing");
+	snprintf(path, sizeof path, "%s/ledger", b);
+	src[0] = path;
+	rc = ledger_merge(&n, a, src, 1, err);
+	UNIT_OK(rc == LM_OK && n.sources == 0, "its migrated ledger/ holds no document to merge (the marker is none)");
 
 	/* A corrupt source, read after a good one, stops the whole merge before a byte is written. */
 	put(c, k, "vm5", "2026-01-01T00:00:05Z", err);
@@ -154,8 +159,12 @@ test_merge(const cJSON *k, const cJSON *k2)
 	UNIT_OK(rc == LM_EINPUT, "a missing source is an input error");
 	UNIT_HAS(err, "/nonexistent/ledger", "... naming it");
 
-	/* A document of the target that does not parse costs only its image version. */
+	/* A document of the target that does not read (a JSON document an older lume-metal left
+	 * there, not migrated) costs only its image version. */
 	put(b, k, "vm6", "2026-01-01T00:00:06Z", err);
+	snprintf(a, sizeof a, "%s/a2", dir);
+	snprintf(path, sizeof path, "%s/ledger", a);
+	mkdir(a, 0700), mkdir(path, 0700);
 	ledger_path(path, sizeof path, a, k2);
 	write_text(path, "{\"key\": ");
 	src[0] = b;
@@ -163,7 +172,7 @@ test_merge(const cJSON *k, const cJSON *k2)
 	UNIT_OK(rc == LM_EFAIL, "a corrupt document of the target fails the merge");
 	UNIT_HAS(err, path, "... naming it");
 	vms(got, sizeof got, a, k);
-	UNIT_OK(strcmp(got, "vm0 vm1 vm2 vm3 vm4 vm5 vm6") == 0 && n.merged == 1 && n.documents == 1,
+	UNIT_OK(strcmp(got, "vm0 vm1 vm2 vm4 vm6") == 0 && n.merged == 5 && n.documents == 1,
 	    "... after merging every other image version (%s; %d merged)", got, n.merged);
 	lm_read_file(&text, NULL, path, 1 << 20, NULL);
 	UNIT_OK(text && strcmp(text, "{\"key\": ") == 0, "... and leaves the corrupt one as it was");
@@ -252,8 +261,9 @@ test_merge_shapes(const char *a, const char *c, const char *path)
 #undef GOOD
 }
 
-/* merge_into's sort against one-by-one insertion as ledger.h says it: state's document with
- * its records out of time order, sources repeating records of it and of each other. */
+/* Merge against one-by-one insertion as ledger.h says it: state's records appended out of time
+ * order, sources repeating records of it and of each other; a document is in time order, the
+ * same time in the order written. */
 static void
 test_merge_order(const cJSON *k)
 {
@@ -280,22 +290,23 @@ test_merge_order(const cJSON *k)
 		int i = j % 7 == 0 ? rand() % 60 : j % 11 == 0 && j > 60 ? 60 + rand() % (j - 60) : 60 + j % 140;
 
 		rc |= put(t, k, names[i], times[i], err);
-		/* one by one: present when equal to one there, else after the last not later */
+		/* one by one: present when equal to one there, else written after every other */
 		{
-			int seen = 0, at = 0;
+			int seen = 0;
 
-			for (int x = 0; x < nord; x++) {
-				if (order[x] == i)
-					seen = 1;
-				if (strcmp(times[order[x]], times[i]) <= 0)
-					at = x + 1;
-			}
-			if (!seen) {
-				memmove(order + at + 1, order + at, (size_t)(nord - at) * sizeof *order);
-				order[at] = i, nord++;
-			}
+			for (int x = 0; x < nord; x++)
+				seen |= order[x] == i;
+			if (!seen)
+				order[nord++] = i;
 		}
 	}
+	/* the document: by time, the same time in the order written (a stable sort) */
+	for (int x = 1; x < nord; x++)
+		for (int y = x; y > 0 && strcmp(times[order[y - 1]], times[order[y]]) > 0; y--) {
+			int t0 = order[y];
+
+			order[y] = order[y - 1], order[y - 1] = t0;
+		}
 	for (int x = 0; x < nord; x++) {
 		size_t l = strlen(want);
 
@@ -304,7 +315,7 @@ test_merge_order(const cJSON *k)
 	rc |= ledger_merge(&n, s, src, 1, err);
 	vms(got, sizeof got, s, k);
 	UNIT_OK(rc == LM_OK && strcmp(got, want) == 0 && n.merged == nord - nex,
-	    "merge puts %d records where inserting them one by one would, also among unsorted ones (%d present)",
+	    "merge adds %d records, each once, in time order among records appended unsorted (%d present)",
 	    nord - nex, n.present);
 	if (strcmp(got, want) != 0)
 		printf("#   got  %s\n#   want %s\n", got, want);
@@ -399,12 +410,17 @@ test_hostile(const cJSON *k)
 	    "a deploy record of it with 20 reasons of 4 MiB is %zu bytes, %d reasons kept", size, LEDGER_REASONS);
 	free(printed);
 	rc = ledger_append(state, k, rec, err);
-	ledger_path(path, sizeof path, state, k);
 	{
-		struct stat st;
+		cJSON *d = NULL;
+		char *t = NULL;
 
-		UNIT_OK(rc == LM_OK && stat(path, &st) == 0 && st.st_size < 32 * 1024,
-		    "... and is recorded: the document is %lld bytes %s", (long long)(rc ? 0 : st.st_size), err);
+		(void)path;
+		if (rc == LM_OK && ledger_load(&d, state, k, err) == LM_OK && d != NULL)
+			t = cJSON_PrintUnformatted(d);
+		UNIT_OK(rc == LM_OK && t && strlen(t) < 32 * 1024, "... and is recorded: the document is %zu bytes %s",
+		    t ? strlen(t) : 0, err);
+		free(t);
+		cJSON_Delete(d);
 	}
 	cJSON_AddStringToObject(rec, "command", big);
 	UNIT_OK(ledger_append(state, k, rec, err) == LM_EINPUT, "a record with a 4 MiB field is refused (%s)", err);
@@ -532,8 +548,24 @@ test_who(void)
 	cJSON_Delete(rec);
 }
 
-/* ledger_load_verdict: the newest record of a kind, fresh after every append (its cache must not
- * serve a stale copy, even for appends within one second), and an error for a corrupt document. */
+/* sql run on state's database by a connection of its own (what a damaged disk, or a hand, does
+ * to it); 0 when it ran. */
+static int
+db_exec(const char *state, const char *sql)
+{
+	char path[4200];
+	sqlite3 *db = NULL;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/ledger.db", state);
+	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+	    sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+	sqlite3_close(db);
+	return rc;
+}
+
+/* ledger_load_verdict: the newest record of a kind, fresh after every append (even for appends
+ * within one second), and an error for a record of the database that is not JSON. */
 static void
 test_load_last(const char *state, const cJSON *k)
 {
@@ -568,10 +600,12 @@ test_load_last(const char *state, const cJSON *k)
 	UNIT_OK(stale == 0, "load_last: each of 40 appends seen at once, twice, a later bench record skipped (%d stale)", stale);
 	UNIT_OK(ledger_load_verdict(&last, &recorded, state, k, &rb, err) == LM_OK && last == NULL && recorded == 1,
 	    "load_last: no record of that kind in an existing document");
-	ledger_path(path, sizeof path, state, k);
-	write_text(path, "{not json");
+	(void)path;
+	UNIT_OK(db_exec(state, "UPDATE records SET record = '{not json' WHERE vm = 'vm38'") == 0,
+	    "load_last: a record of the database damaged");
 	UNIT_OK(ledger_load_verdict(&last, &recorded, state, k, &dep, err) == LM_EFAIL && last == NULL,
-	    "load_last: a corrupt document is an error (%s)", err);
+	    "load_last: a corrupt record is an error (%s)", err);
+	UNIT_HAS(err, "not JSON", "... saying so");
 	cJSON_Delete(rec);
 }
 
@@ -618,10 +652,53 @@ test_verdict_order(void)
 	cJSON_Delete(doc);
 }
 
+/* A JSON document that does not read, left by an older lume-metal beside the database: its
+ * image version is neither read nor written, the others are, and it stays as it was. */
+static void
+test_corrupt(const cJSON *k, const cJSON *k2, const cJSON *rec)
+{
+	char err[LM_ERRLEN] = "", path[4096], *before = NULL, *after = NULL;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/corrupt/ledger", dir);
+	lm_mkdirs(path, err);
+	snprintf(path, sizeof path, "%s/corrupt", dir);
+	put(path, k2, "other", "2026-01-01T00:00:00Z", err); /* the database exists first: the document comes after */
+	{
+		char c[4200];
+		pid_t pid;
+		int st = 0;
+
+		snprintf(c, sizeof c, "%s/corrupt", dir);
+		ledger_path(path, sizeof path, c, k);
+		write_text(path, "{\"key\": {}, \"records\": [");
+		lm_read_file(&before, NULL, path, 1 << 20, NULL);
+		/* a new process: this one opened the database before the document was there */
+		if ((pid = fork()) == 0)
+			_exit(ledger_append(c, k, rec, err) == LM_EFAIL && strstr(err, path) ? 0 : 1);
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "appending to an image version whose document is corrupt is refused, "
+		    "naming it");
+		if ((pid = fork()) == 0)
+			_exit(put(c, k2, "other2", "2026-01-01T00:00:01Z", err) == LM_OK ? 0 : 1);
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "... while another image version is written");
+		lm_read_file(&after, NULL, path, 1 << 20, NULL);
+		UNIT_OK(before && after && strcmp(before, after) == 0, "... and the file is left as it was");
+		if ((pid = fork()) == 0) {
+			n = 0;
+			_exit(ledger_each(c, count, &n, err) == LM_EFAIL && n == 2 && strstr(err, path) ? 0 : 1);
+		}
+		waitpid(pid, &st, 0);
+		UNIT_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "walking the ledger reports it too, after the other's 2 records");
+	}
+	free(before), free(after);
+}
+
 int
 main(void)
 {
-	char err[LM_ERRLEN] = "", path[4096], *before = NULL, *after = NULL;
+	char err[LM_ERRLEN] = "", path[4096];
 	cJSON *k = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.5.2", "25F84", "VirtualMac2,1",
 	    "Apple M1 Ultra", "25G76");
 	cJSON *k2 = ledger_key("ghcr.io/trycua/macos-tahoe-cua:latest", NULL, "26.6", "25G5", "VirtualMac2,1",
@@ -688,17 +765,7 @@ main(void)
 	cJSON_Delete(doc);
 	UNIT_OK(ledger_each(dir, count, &n, err) == LM_OK && n == 35, "ledger_each walks every document (35 records)");
 
-	/* A corrupt document is reported and never overwritten. */
-	ledger_path(path, sizeof path, dir, k);
-	write_text(path, "{\"key\": {}, \"records\": [");
-	lm_read_file(&before, NULL, path, 1 << 20, NULL);
-	rc = ledger_append(dir, k, rec, err);
-	UNIT_OK(rc == LM_EFAIL, "appending to a corrupt document is refused");
-	UNIT_HAS(err, path, "... naming its path");
-	lm_read_file(&after, NULL, path, 1 << 20, NULL);
-	UNIT_OK(before && after && strcmp(before, after) == 0, "... and the file is left as it was");
-	UNIT_OK(ledger_each(dir, count, &n, err) == LM_EFAIL, "walking the ledger reports it too");
-	free(before), free(after);
+	test_corrupt(k, k2, rec);
 
 	test_merge(k, k2);
 	test_merge_order(k);
