@@ -76,6 +76,14 @@ if [ "$jobs" -gt 1 ]; then
 	fi
 fi
 export NS
+# python3 is the system's (Debian's python3, with the python3-* packages scripts/deps.sh installs)
+# when there is one: a version manager's shim first on PATH (pyenv's is a bash script that runs
+# `pyenv exec`) costs about ten processes and half a second of CPU per call, and the tests call
+# python3 hundreds of times.
+if [ -x /usr/bin/python3 ]; then
+	mkdir "$log/bin" && ln -s /usr/bin/python3 "$log/bin/python3" && PATH=$log/bin:$PATH
+	export PATH
+fi
 # A cgroup for each test's CPU: the first hierarchy here that can have one.
 CGROOT=""
 for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do

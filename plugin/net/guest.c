@@ -266,8 +266,10 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 
 			if (nofds)
 				ssh_nofds_note(); /* still set for the fleet, which counts such a VM apart */
-			/* state refused, failed for want of descriptors, else unreachable */
-			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : nofds ? SSH_NOFDS : 0;
+			/* state refused, failed for want of descriptors, timeout when `ssh -G` ran past the
+			 * deadline, else unreachable */
+			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : nofds ? SSH_NOFDS :
+			    lm_now_ms() >= base->deadline_ms ? SSH_TIMEOUT : 0;
 			return rc;
 		}
 	}

@@ -203,7 +203,9 @@ connect_one(void *arg, size_t i)
 	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
 	/* Here, in the pool: one `ssh -G` per host, side by side. */
 	if ((rc = guest_target_resolve(r->hosts[i], o.deadline_ms, h->err)) != LM_OK) {
-		h->why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : ssh_nofds_take() ? SSH_NOFDS : SSH_UNREACHABLE;
+		/* `ssh -G` still running at the deadline (a loaded controller) is the host's timeout. */
+		h->why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : ssh_nofds_take() ? SSH_NOFDS :
+		    lm_now_ms() >= o.deadline_ms ? SSH_TIMEOUT : SSH_UNREACHABLE;
 		return;
 	}
 	guest_target_opts(&o, r->hosts[i]);

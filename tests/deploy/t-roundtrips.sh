@@ -36,17 +36,23 @@ first_total=${1:-0} first_after=${2:-0}
 # no "none" userauth asking for the server's methods (8 turns with it).
 check "... a handshake of at most 7 turns, no \"none\" userauth (got $((first_total - first_after)))" \
 	test "$((first_total - first_after))" -le 7
+: >>"$T/nd.log"; n0=$(wc -l <"$T/nd.log")
 check_rc "unchanged rerun through the proxy" 0 lm deploy rt1 --payload "$T/p.tar.gz" --json
 cp "$T/.out" "$T/rerun"
 check_grep "... unchanged" '"state":"unchanged"' "$T/rerun"
 # shellcheck disable=SC2046 # two numbers
 set -- $(rt "$T/rerun")
 check "... exactly 1 turn after the handshake (got ${2:-none})" test "${2:-x}" = 1
-check "... and a handshake as long as the first deploy's (total ${1:-none} = first ${first_total} minus its extra turns)" \
-	test "$((${1:-0} - 1))" -eq "$((first_total - first_after))"
+# (Within one turn: whether the guest's KEXINIT reaches the controller with its banner or after
+# the controller sent its own is the scheduler's choice, on a loaded machine either way; a run
+# counted 6 turns on the first connection and 7 on the rerun's.)
+check "... and a handshake as long as the first deploy's, within a turn (total ${1:-none}; first ${first_total} minus its extra turns)" \
+	sh -c 'd=$(($1 - 1 - $2)); [ "$d" -ge -1 ] && [ "$d" -le 1 ]' - "${1:-99}" "$((first_total - first_after))"
 # The proxy counts a change of direction (client, then guest) as a turn, without the TCP
 # connect: on the rerun's connection it sees the same turns the controller counted.
-sleep 0.5
+# (the proxy logs a connection once both ends closed it: wait for that line, not for a while)
+n=0
+while [ "$(wc -l <"$T/nd.log")" -le "$n0" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
 check "the proxy's count of the rerun's connection is the controller's total minus the TCP connect" \
 	test "$(tail -n 1 "$T/nd.log" | sed -n 's/.*turns=\([0-9]*\)$/\1/p')" = "$((${1:-0} - 1))"
 

@@ -40,10 +40,17 @@ mute_run() {
 	echo $(($(date +%s) - s))
 }
 count() { grep -c "\"state\":\"$1\"" "$T/run.out"; }
+# states: each state of the last run and how many, and the first message of each other state than
+# timeout (what a failing check below shows).
+states() {
+	grep -o '"state":"[a-z-]*"' "$T/run.out" | sort | uniq -c | sed 's/^/# /'
+	grep -v '"state":"timeout"' "$T/run.out" | grep -o '"state":"[a-z-]*","message":"[^"]*"' | sort -u | head -n 3 | sed 's/^/# /'
+}
 
 el=$(mute_run $N --timeout 2 --parallel $N)
 printf '# %s guests that never send a banner, --timeout 2, --parallel %s: %ss\n' $N $N "$el"
 check "all $N silent guests end as timeout" test "$(count timeout)" -eq $N
+[ "$(count timeout)" -eq $N ] || states
 check_grep "... saying no banner came" "the guest sent no SSH banner" "$T/run.out"
 # The gate held 16 of them at once (2 cores) and moved the others' deadlines: ~20 s here.
 check "... within a few timeouts, not N/16 of them (${el}s for --timeout 2)" test "$el" -le 10
@@ -52,7 +59,20 @@ check "... within a few timeouts, not N/16 of them (${el}s for --timeout 2)" tes
 el=$( (ulimit -S -n 64 && mute_run $N --timeout 2 --parallel $N) )
 printf '# the same under ulimit -S -n 64 (hard %s): %ss\n' "$(ulimit -H -n)" "$el"
 check "under a soft limit of 64, still all $N timeout (the limit was raised)" test "$(count timeout)" -eq $N
+[ "$(count timeout)" -eq $N ] || states
 check "... none unreachable" test "$(count unreachable)" -eq 0
+
+# A controller too loaded to resolve its hosts in time: `ssh -G` still running at a host's deadline
+# is that host's timeout, not unreachable (160 resolutions at once on two loaded cores took more
+# than 2 s for a third of them). The stand-in below is ssh answering -G after 5 s.
+mkdir -p "$T/slowssh"
+printf '#!/bin/sh\n# STAND-IN for ssh on a loaded controller: answers after 5 s.\nsleep 5\nexec %s "$@"\n' \
+	"$(command -v ssh)" >"$T/slowssh/ssh"
+chmod +x "$T/slowssh/ssh"
+PATH=$T/slowssh:$PATH mute_run 2 --timeout 1 --parallel 2 >/dev/null
+check "a host whose ssh -G still runs at its deadline is timeout" test "$(count timeout)" -eq 2
+[ "$(count timeout)" -eq 2 ] || states
+check_grep "... saying ssh timed out" '"state":"timeout","message":"host [^"]*: ssh timed out after 1 s"' "$T/run.out"
 
 # Both limits low: the pool shrinks to the descriptors left, and no VM is blamed for them.
 K=30
