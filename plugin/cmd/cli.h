@@ -5,13 +5,10 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "ops/deploy.h"
-#include "ops/fleet.h"
-#include "core/payload.h"
-#include "net/ssh.h"
 #include "core/util.h"
-#include "ops/validate.h"
-#include "ops/verdicts.h"
+#include "ops/deploy.h"
+#include "ops/payloads.h"
+#include "ops/request.h"
 
 /* Exit codes of the design. */
 enum { EXIT_OK = 0, EXIT_SOMEFAIL = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
@@ -26,12 +23,11 @@ typedef struct {
 
 const cli_command *cli_find(const char *name);
 
-/* Terminal-safe output. Every string that came from a guest, a Mac host, the ledger or a file
- * goes to the terminal through these, never through printf's own %s: printable ASCII and
- * well-formed UTF-8 pass; \n, \r and \t become those two characters (a newline in a field would
- * fake a line); every other C0 control, DEL, the C1 controls U+0080..U+009F, the bidi overrides
- * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
- * byte (ESC is \x1b). */
+/* Terminal-safe output (cli_term.c). Every string that came from a guest, a Mac host, the ledger
+ * or a file goes to the terminal through these, never through printf's own %s, escaped by the
+ * rule of core/escape.h: printable ASCII and well-formed UTF-8 pass; \n, \r and \t become those
+ * two characters; every other control, the bidi overrides and bytes that are not UTF-8 become
+ * \xNN, one per byte (ESC is \x1b). */
 
 /* printf to stdout where every %s and %c argument is escaped; width and precision work as in
  * printf (precision counts bytes of the argument, width bytes of the escaped text). The format
@@ -96,31 +92,14 @@ void cli_image_label(char *out, size_t len, const cJSON *res);
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);
 
-/* The connection flags every VM command shares (see CONN_FLAGS in main.c). */
+/* The connection flags every VM command shares (see CONN_FLAGS in main.c): the request they
+ * fill for ops (ops/request.h), and how the command renders its results. */
 typedef struct {
-	ssh_opts ssh;          /* user, identity, password, known hosts, accept-new */
-	const char *state;     /* --state, or $XDG_STATE_HOME/lume-metal, or ~/.local/state/lume-metal */
-	const char *lume;      /* --lume PATH, default "lume" on $PATH */
-	const char **hosts;    /* --host values */
-	size_t nhosts;
-	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
-	int timeout_s, json, all, wait_s, port;
-	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
+	ops_request r;
+	int json;
 	int order_input;   /* --order input: results in the order the VMs were given (cli_run_vms) */
 	int doc;           /* --format junit|openmetrics: a render_doc (cmd/render.h), 0 for none */
 	const char *textfile; /* status --textfile DIR: also write DIR/lume-metal.prom (render.h) */
-	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
-	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
-	const char *target, *profile, *workload, *payload_file;
-	payload_info *info;
-	char *payload;
-	/* The config file (config.h), once cli_conn_ready read it (read once for the process, not
-	 * owned: it lives till exit, as the values taken from it must), and which of its keys a
-	 * flag gave: bit k for config_keys[k]. ssh.user and ssh.known_hosts stay NULL when neither
-	 * a flag nor the file gave them, so the OpenSSH configuration's User and
-	 * UserKnownHostsFile can apply (guest.h), then the defaults. */
-	struct config *cfg;
-	unsigned given;
 } cli_conn;
 
 /* Option rows for the shared flags; a command appends its own and ends with a zero row. */
@@ -145,43 +124,29 @@ typedef struct {
 	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}
 
 /* The validation flags of validate and deploy (--validate-workload), and what they give. */
-typedef struct {
-	validate_opts v;        /* model, llama-perplexity, text, evidence, thresholds, progress */
-	const char *text_flag;  /* --text FILE, overriding the workload's text */
-	int chunks;             /* --chunks N; 0: the workload's */
-	int asked;              /* deploy --validate-workload */
-	char text[4096];        /* the text's path on this host */
-	char label[512];        /* the name recorded: --text as given, or the workload's */
-} cli_validate;
+typedef ops_validation cli_validate;
 #define CLI_VALIDATE_OPTIONS \
 	{"model", required_argument, NULL, 1040}, {"text", required_argument, NULL, 1041}, \
 	{"chunks", required_argument, NULL, 1042}, {"llama-perplexity", required_argument, NULL, 1043}
 /* Takes one validation flag (1040..1043, and 1044 --validate-workload): 1 when opt was one, 0
  * when not, -1 after printing a bad value. */
 int cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd);
-/* After cli_conn_payload: reads the payload's workload manifest (under cli_datadir()) for
- * "requireValidation" (into o->require_validation) and its "validation" thresholds and text;
- * when validation will run (validate, or deploy --validate-workload) requires --model, resolves
- * the text (--text, else the workload's under the data directory) and sets o->validate to
- * &v->v. Prints the reason and returns EXIT_USAGE on bad input. */
+/* After cli_conn_payload: ops_validation_setup under cli_datadir(); prints the reason and returns
+ * EXIT_USAGE on bad input. */
 int cli_validate_setup(cli_validate *v, cli_conn *c, session_opts *o, int run, const char *cmd);
 
-/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
- * from the Lume name vm or c's one --host, and o's connection fields from c, its per-VM
- * timeout long_timeout_s unless --timeout was given. Prints the reason and returns its exit
+/* ops_one_vm for the command's one VM (bench, validate); prints the reason and returns its exit
  * code. */
 int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, session_opts *o, int long_timeout_s);
 
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
-/* After the flags: reads the config file (config_default_path) and takes each of its values
- * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
- * command reads registry and organization itself with cli_conn_setting), then checks --state
- * (that it exists as a directory, if at all). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
- * EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
+/* After the flags: ops_request_ready (the config file's values where no flag gave one; a command
+ * reads registry and organization itself with cli_conn_setting; --state checked). A bad config
+ * file prints "CMD: FILE:LINE: what is wrong" and returns EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
  * report and host, which take --state but no VM, call this instead. */
 int cli_conn_ready(cli_conn *c, const char *cmd);
-/* cli_conn_ready, then ledger_readable on the state: exit 2, "CMD: --state DIR: cannot be read:
+/* cli_conn_ready, then that the ledger reads (ops_request_readable): exit 2, "CMD: --state DIR: cannot be read:
  * PATH: why", before any VM is reached (cli_conn_check calls it; bench, validate and golden
  * too). Not for ledger and report, which show every document that reads and name the others. */
 int cli_state_readable(cli_conn *c, const char *cmd);
@@ -197,15 +162,14 @@ int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
  * cli_host_check); prints the reason and returns EXIT_USAGE. */
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
-/* An input error cli_conn_check finds, for the commands that do not call it: --host naming a
- * regular file that is a path, is no user@addr[:port], or does not resolve (a hint at --hosts
- * FILE). Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
+/* An input error cli_conn_check finds in --host (ops_host_check), for the commands that do not
+ * call it. Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
 int cli_host_check(const char *spec, const char *cmd);
 
-/* Verdicts in registries: --verdicts (flag: "local" or "registry", NULL when not given), else
- * the config file's verdicts; its signing-key, registry and organization; its trusted-key files
- * loaded into *trust (the caller clears it; cfg->trust points at it). After cli_conn_ready.
- * Prints the reason and returns EXIT_USAGE (a bad flag, a trusted key that does not load). */
+/* Verdicts in registries (ops_verdicts_setup): --verdicts (flag: "local" or "registry", NULL
+ * when not given), else the config file's. After cli_conn_ready; the caller clears *trust with
+ * ops_verdicts_clear. Prints the reason and returns EXIT_USAGE (a bad flag, a trusted key that
+ * does not load). */
 int cli_verdicts_setup(verdicts_cfg *cfg, verdict_trust *trust, const cli_conn *c, const char *flag, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
@@ -219,9 +183,9 @@ int cli_verdicts_setup(verdicts_cfg *cfg, verdict_trust *trust, const cli_conn *
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
     session_opts *o, const char *cmd);
 
-/* The payload of the payload flags: --payload FILE (verified), or one built for --target,
- * --profile and --workload under <state>/payloads/; o->payload and o->info point into c.
- * Prints the reason and returns its exit code on failure; one with placeholders is refused. */
+/* The payload of the payload flags (ops_payload): --payload FILE (verified), or one built for
+ * --target, --profile and --workload under <state>/payloads/; o->payload and o->info point into
+ * c. Prints the reason and returns its exit code on failure; one with placeholders is refused. */
 int cli_conn_payload(cli_conn *c, session_opts *o);
 
 int cmd_build(int argc, char **argv);

@@ -61,12 +61,12 @@ cmd_bench(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "bench: --model PATH (the model's path in the guest) is required");
 		goto done;
 	}
-	if (argc - optind + (int)conn.nhosts != 1 || conn.all) {
+	if (argc - optind + (int)conn.r.nhosts != 1 || conn.r.all) {
 		rc = cli_error(EXIT_USAGE, "bench: takes exactly one VM (a Lume name or --host user@addr[:port])");
 		goto done;
 	}
 	if ((rc = cli_state_readable(&conn, "bench")) != EXIT_OK ||
-	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "bench")) != EXIT_OK))
+	    (conn.r.nhosts && (rc = cli_host_check(conn.r.hosts[0], "bench")) != EXIT_OK))
 		goto done;
 	{
 		guest_target *t = NULL;

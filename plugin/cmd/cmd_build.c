@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
-#include "core/payload.h"
+#include "ops/payloads.h"
 
 int
 cmd_build(int argc, char **argv)
@@ -42,10 +42,10 @@ cmd_build(int argc, char **argv)
 		snprintf(defout, sizeof defout, "lume-metal-%s.tar.gz", o.target);
 		o.out = defout;
 	}
-	if ((rc = payload_build(&info, &o, err)) != LM_OK)
+	if ((rc = ops_payload_build(&info, &o, err)) != LM_OK)
 		return cli_fail(rc, err);
 	cli_print_payload(info, o.out, json);
-	payload_info_free(info);
+	ops_payload_free(info);
 	return EXIT_OK;
 }
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "cmd/cli.h"
-#include "net/host.h"
+#include "ops/hostpref.h"
 
 /* The guest's confirmation (install.sh's step 8): its wait, --confirm-timeout (1..3600 s), and
  * its watch after, --confirm-settle (0..600 s), each from the flag, else the config file's key of
@@ -73,8 +73,8 @@ cmd_deploy(int argc, char **argv)
 	    (rc = cli_verdicts_setup(&vc, &trust, &conn, verdicts, "deploy")) != EXIT_OK)
 		goto done;
 	o.verdicts = &vc;
-	if (cv.asked && !conn.timeout_given) /* validation runs llama-perplexity twice */
-		conn.timeout_s = 3600;
+	if (cv.asked && !conn.r.timeout_given) /* validation runs llama-perplexity twice */
+		conn.r.timeout_s = 3600;
 	for (int i = 0; i < 2; i++) /* the file's values, where no flag gave one (config_load checked them) */
 		if (k.s[i] == NULL && cli_conn_setting(&conn, knob_flag[i] + 2) != NULL &&
 		    knob_set(&k, i, cli_conn_setting(&conn, knob_flag[i] + 2)) < 0) {
@@ -82,20 +82,20 @@ cmd_deploy(int argc, char **argv)
 			goto done;
 		}
 	/* The guest's confirmation must end before the VM's --timeout does. */
-	if ((k.s[0] || k.s[1]) && k.n[0] + k.n[1] >= conn.timeout_s) {
+	if ((k.s[0] || k.s[1]) && k.n[0] + k.n[1] >= conn.r.timeout_s) {
 		rc = cli_error(EXIT_USAGE, "deploy: --confirm-timeout %d%s and --confirm-settle %d%s do not fit in --timeout %d: "
 		    "the VM's deploy would time out while its guest still waits", k.n[0], k.s[0] ? "" : " (the default)", k.n[1],
-		    k.s[1] ? "" : " (the default)", conn.timeout_s);
+		    k.s[1] ? "" : " (the default)", conn.r.timeout_s);
 		goto done;
 	}
 	o.confirm_timeout = k.s[0];
 	o.confirm_settle = k.s[1];
-	if (host_pref_read(&pref, err) == LM_OK && pref != 1)
+	if (ops_hostpref_read(&pref, err) == LM_OK && pref != 1)
 		fprintf(stderr, "lume-metal: warning: this host's %s %s is %s; the shim's evidence ran with it "
 		    "set (lume-metal host enable)\n", HOST_DOMAIN, HOST_KEY, pref < 0 ? "not set" : "false");
 	rc = cli_run_vms(&conn, argc - optind, argv + optind, deploy_one, &o, "deploy");
 done:
-	verdict_trust_clear(&trust);
+	ops_verdicts_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }

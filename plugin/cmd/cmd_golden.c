@@ -7,7 +7,6 @@
 #include "cmd/cli.h"
 #include "cmd/render.h"
 #include "ops/golden.h"
-#include "core/image.h"
 #include "core/ledger.h"
 
 /* One stderr line per step start and end, with the elapsed time; everything escaped. */
@@ -114,7 +113,7 @@ cmd_golden(int argc, char **argv)
 	if (rc != EXIT_OK)
 		goto done;
 	npos = argc - optind;
-	if (conn.nhosts || conn.hosts_file || conn.all) {
+	if (conn.r.nhosts || conn.r.hosts_file || conn.r.all) {
 		rc = cli_error(EXIT_USAGE, "golden: builds on this Mac's Lume; --host, --hosts and --all do not apply");
 		goto done;
 	}
@@ -158,15 +157,15 @@ cmd_golden(int argc, char **argv)
 	 * validate record: its golden image is validated here or not built. */
 	if (g.deploy.require_validation && cv.v.model == NULL) {
 		rc = cli_error(EXIT_USAGE, "golden: the workload %s requires validation (requireValidation): give --model "
-		    "PATH (the model's path in the guest)", conn.info->workload);
+		    "PATH (the model's path in the guest)", conn.r.info->workload);
 		goto done;
 	}
 	g.model = cv.v.model;
 	g.tags = tags;
-	g.port = conn.port;
-	g.deploy.state = conn.state, g.deploy.lume = conn.lume, g.deploy.ssh = conn.ssh;
-	g.deploy.timeout_s = conn.timeout_s;
-	g.deploy.wait_s = conn.wait_s ? conn.wait_s : GOLDEN_SHORT_S;
+	g.port = conn.r.port;
+	g.deploy.state = conn.r.state, g.deploy.lume = conn.r.lume, g.deploy.ssh = conn.r.ssh;
+	g.deploy.timeout_s = conn.r.timeout_s;
+	g.deploy.wait_s = conn.r.wait_s ? conn.r.wait_s : GOLDEN_SHORT_S;
 	g.progress = progress;
 	wall = time(NULL);
 	rc = golden_build(&res, &g, err);
@@ -187,7 +186,7 @@ cmd_golden(int argc, char **argv)
 done:
 	cJSON_Delete(res);
 	free(tags);
-	verdict_trust_clear(&trust);
+	ops_verdicts_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }

@@ -3,14 +3,13 @@
 #include <string.h>
 
 #include "cmd/cli.h"
-#include "core/config.h"
-#include "core/verdict.h"
+#include "ops/keys.h"
 
 int
 cmd_key(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	char err[LM_ERRLEN], path[4096], dir[4096], id[VERDICT_KEYID_LEN + 1], fpr[VERDICT_FPR_LEN + 1];
+	char err[LM_ERRLEN], path[4096], id[VERDICT_KEYID_LEN + 1], fpr[VERDICT_FPR_LEN + 1];
 	int c, json = 0, rc;
 
 	while ((c = cli_getopt(argc, argv, "key", "", opts)) != -1) {
@@ -23,19 +22,10 @@ cmd_key(int argc, char **argv)
 	if (argc - optind == 2) {
 		if (lm_fmt(path, sizeof path, "%s", argv[optind + 1]) != 0 || path[0] == '\0')
 			return cli_error(EXIT_USAGE, "key generate: PATH is empty or too long");
-	} else {
+	} else if ((rc = ops_key_default_path(path, sizeof path, err)) != LM_OK)
 		/* Beside the config file that names it: $XDG_CONFIG_HOME/lume-metal/verdict-key. */
-		char *slash;
-
-		if (config_default_path(dir, sizeof dir) != 0 || (slash = strrchr(dir, '/')) == NULL)
-			return cli_error(EXIT_USAGE, "key generate: no HOME to put the key under; give PATH");
-		*slash = '\0';
-		if (lm_mkdirs(dir, err) != LM_OK)
-			return cli_fail(LM_EFAIL, err);
-		if (lm_fmt(path, sizeof path, "%s/verdict-key", dir) != 0)
-			return cli_error(EXIT_USAGE, "key generate: path too long; give PATH");
-	}
-	if ((rc = verdict_key_generate(id, fpr, path, err)) != LM_OK)
+		return rc == LM_EINPUT ? cli_error(EXIT_USAGE, "key generate: %s", err) : cli_fail(rc, err);
+	if ((rc = ops_key_generate(id, fpr, path, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (json) {
 		cJSON *o = cJSON_CreateObject();

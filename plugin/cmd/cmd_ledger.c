@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
-#include "net/identity.h"
 #include "core/ledger.h"
 #include "ops/verdicts.h"
 
@@ -65,10 +64,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 {
 	walk *w = ctx;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
-	const char *ref = identity_doc_ref(doc);
+	const char *ref = ledger_doc_ref(doc);
 	char label[LEDGER_STR_MAX + 64];
 
-	if (w->image && !identity_doc_is(doc, w->image))
+	if (w->image && !ledger_doc_is(doc, w->image))
 		return 0;
 	w->docs++;
 	if (w->mode == 'j') {
@@ -163,7 +162,7 @@ merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
 			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger (ledger.db, *.json, or ledger/*.json); "
 			    "nothing was merged", srcs[i]);
 	}
-	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
+	if ((rc = ledger_merge(&n, conn->r.state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (mode == 'j') {
 		cJSON *o = cJSON_CreateObject();
@@ -195,8 +194,8 @@ push(const cli_conn *conn, int mode, int nargs, char **args)
 		return cli_error(EXIT_USAGE, "ledger push: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger push")) != EXIT_OK)
 		return rc;
-	rc = verdicts_push(&out, conn->state, args[0], NULL, &vc, err);
-	verdict_trust_clear(&trust);
+	rc = verdicts_push(&out, conn->r.state, args[0], NULL, &vc, err);
+	ops_verdicts_clear(&trust);
 	if (rc != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
@@ -232,8 +231,8 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger pull")) != EXIT_OK)
 		return rc;
 	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, NULL, err)) == LM_OK)
-		rc = verdicts_import(&added, conn->state, out, err);
-	verdict_trust_clear(&trust);
+		rc = verdicts_import(&added, conn->r.state, out, err);
+	ops_verdicts_clear(&trust);
 	if (rc != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
@@ -257,7 +256,7 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", s(r, "time"), s(r, "kind"), s(r, "verdict"), s(r, "vm"),
 				    s(r, "payloadSha256"));
 		}
-		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->state,
+		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->r.state,
 		    n > trusted ? "; the others are never used by the gate" : "");
 	}
 	cJSON_Delete(out);
@@ -281,7 +280,7 @@ prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int na
 		return cli_error(EXIT_USAGE, "ledger prune: takes no arguments and no --csv; see 'lume-metal help ledger'");
 	if (keep_text && (end == keep_text || *end != '\0' || keep < 1 || keep > 1000000))
 		return cli_error(EXIT_USAGE, "ledger prune: --keep %s: not a whole number from 1 to 1000000", keep_text);
-	if ((rc = ledger_prune(&out, conn->state, (int)keep, dry_run, err)) != LM_OK) {
+	if ((rc = ledger_prune(&out, conn->r.state, (int)keep, dry_run, err)) != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
 	}
@@ -364,12 +363,12 @@ cmd_ledger(int argc, char **argv)
 		    "shim_to_host_percent\n");
 	w.all = cJSON_CreateArray();
 	/* A document that does not read costs only itself: the others are shown, then it is named. */
-	rc = ledger_each(conn.state, each, &w, err);
+	rc = ledger_each(conn.r.state, each, &w, err);
 	if (w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
 		cli_printf("no ledger records%s%s in %s/ledger.db\n", w.image ? " for " : "", w.image ? w.image : "",
-		    conn.state);
+		    conn.r.state);
 	cJSON_Delete(w.all);
 	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);
 }

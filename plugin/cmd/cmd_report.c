@@ -8,7 +8,6 @@
 #include "core/bench.h"
 #include "cmd/cli.h"
 #include "cmd/render.h"
-#include "net/identity.h"
 #include "core/ledger.h"
 
 enum { FORM_TEXT, FORM_CSV, FORM_MARKDOWN, FORM_JSON };
@@ -180,10 +179,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
 	cJSON *recs = NULL;
 	char err[LM_ERRLEN], guest[256], label[LEDGER_STR_MAX + 64];
-	const char *ref = identity_doc_ref(doc);
+	const char *ref = ledger_doc_ref(doc);
 	int n = 0;
 
-	if (w->image && !identity_doc_is(doc, w->image))
+	if (w->image && !ledger_doc_is(doc, w->image))
 		return 0;
 	ledger_key_label(label, sizeof label, key, ref);
 	snprintf(guest, sizeof guest, "%s (%s)", s(key, "guestOS"), s(key, "guestBuild"));
@@ -345,7 +344,7 @@ cmd_report(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
 		if ((rc = cli_conn_ready(&conn, "report")) != EXIT_OK)
 			return rc;
-		return report_ledger(conn.state, image, form, html);
+		return report_ledger(conn.r.state, image, form, html);
 	}
 	if (image)
 		return cli_error(EXIT_USAGE, "report: --image goes with --ledger");

@@ -50,7 +50,7 @@ cmd_status(int argc, char **argv)
 		o.verdicts = &vc;
 		rc = cli_run_vms(&conn, argc - optind, argv + optind, status_one, &o, "status");
 	}
-	verdict_trust_clear(&trust);
+	ops_verdicts_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }

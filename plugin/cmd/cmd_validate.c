@@ -104,7 +104,7 @@ cmd_validate(int argc, char **argv)
 	}
 	if (rc != EXIT_OK)
 		goto done;
-	if (conn.hosts_file == NULL && (argc - optind + (int)conn.nhosts != 1 || conn.all)) {
+	if (conn.r.hosts_file == NULL && (argc - optind + (int)conn.r.nhosts != 1 || conn.r.all)) {
 		rc = cli_error(EXIT_USAGE, "validate: takes exactly one VM (a Lume name or --host user@addr[:port]), or "
 		    "--hosts FILE: validation is per image version, so one VM of each version is enough");
 		goto done;
@@ -113,7 +113,7 @@ cmd_validate(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "validate: --model PATH (the model's path in the guest) is required");
 		goto done;
 	}
-	if (conn.hosts_file) {
+	if (conn.r.hosts_file) {
 		struct stat st;
 
 		/* Every VM of the hosts, each image version validated once (validate_once), evidence per VM. */
@@ -126,13 +126,13 @@ cmd_validate(int argc, char **argv)
 			goto done;
 		}
 		cv.v.evidence_per_vm = 1;
-		if (!conn.timeout_given) /* validation runs llama-perplexity twice */
-			conn.timeout_s = 3600;
+		if (!conn.r.timeout_given) /* validation runs llama-perplexity twice */
+			conn.r.timeout_s = 3600;
 		rc = cli_run_vms(&conn, argc - optind, argv + optind, validate_once, &o, "validate");
 		goto done;
 	}
 	if ((rc = cli_state_readable(&conn, "validate")) != EXIT_OK ||
-	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "validate")) != EXIT_OK) ||
+	    (conn.r.nhosts && (rc = cli_host_check(conn.r.hosts[0], "validate")) != EXIT_OK) ||
 	    (rc = cli_conn_payload(&conn, &o)) != EXIT_OK ||
 	    (rc = cli_validate_setup(&cv, &conn, &o, 1, "validate")) != EXIT_OK)
 		goto done;

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "cmd/cli.h"
-#include "core/payload.h"
+#include "ops/payloads.h"
 
 int
 cmd_verify(int argc, char **argv)
@@ -26,9 +26,9 @@ cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_error(EXIT_USAGE, "verify: takes one FILE; see 'lume-metal help verify'");
-	if ((rc = payload_verify(&info, argv[optind], sha, err)) != LM_OK)
+	if ((rc = ops_payload_verify(&info, argv[optind], sha, err)) != LM_OK)
 		return cli_fail(rc, err);
 	cli_print_payload(info, argv[optind], json);
-	payload_info_free(info);
+	ops_payload_free(info);
 	return EXIT_OK;
 }

@@ -8,11 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libssh2.h>
-
 #include "cmd/cli.h"
-#include "ops/fleet.h"
-#include "net/ssh.h"
 
 #define CONN_FLAGS \
 	"\nConnection (every command that reaches a VM):\n" \
@@ -530,14 +526,11 @@ int
 main(int argc, char **argv)
 {
 	const cli_command *c;
+	int too_long, rc = ops_process_init(&too_long);
 
-	/* Before anything can start a child: the password stays in this process alone. */
-	if (ssh_take_env_password() < 0)
+	if (too_long)
 		fprintf(stderr, "lume-metal: warning: $LUME_METAL_PASSWORD is too long (1023 bytes at most); not using it\n");
-	/* macOS starts a process with 256 descriptors: a fleet needs more (fleet_each sizes its pool
-	 * to what is left). */
-	fleet_fd_limit();
-	if (libssh2_init(0) != 0)
+	if (rc != LM_OK)
 		return cli_error(EXIT_SOMEFAIL, "libssh2_init failed");
 	/* A guest or relay socket that closes under a write is an error to report, not a death. */
 	signal(SIGPIPE, SIG_IGN);
