@@ -156,8 +156,8 @@ static const char *
 flag_key(int opt)
 {
 	static const struct { int opt; const char *key; } map[] = {
-		{'u', "user"}, {'i', "identity"}, {1001, "password-file"}, {1002, "known-hosts"}, {1007, "state"},
-		{1006, "parallel"}, {1009, "lume"},
+		{'u', "user"}, {'i', "identity"}, {CLI_OPT_PASSWORD_FILE, "password-file"}, {CLI_OPT_KNOWN_HOSTS, "known-hosts"}, {CLI_OPT_STATE, "state"},
+		{CLI_OPT_PARALLEL, "parallel"}, {CLI_OPT_LUME, "lume"},
 	};
 
 	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
@@ -199,10 +199,10 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 	switch (opt) {
 	case 'u': c->r.ssh.user = arg; return 1;
 	case 'i': return home_flag(&c->r.ssh.identity, arg, "-i", cmd);
-	case 1001: return home_flag(&c->r.ssh.password_file, arg, "--password-file", cmd);
-	case 1002: return home_flag(&c->r.ssh.known_hosts, arg, "--known-hosts", cmd);
-	case 1003: c->r.ssh.accept_new = 1; return 1;
-	case 1004: {
+	case CLI_OPT_PASSWORD_FILE: return home_flag(&c->r.ssh.password_file, arg, "--password-file", cmd);
+	case CLI_OPT_KNOWN_HOSTS: return home_flag(&c->r.ssh.known_hosts, arg, "--known-hosts", cmd);
+	case CLI_OPT_ACCEPT_NEW: c->r.ssh.accept_new = 1; return 1;
+	case CLI_OPT_HOST: {
 		const char **h = reallocarray(c->r.hosts, c->r.nhosts + 1, sizeof *h);
 
 		if (h == NULL)
@@ -211,32 +211,32 @@ cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd)
 		c->r.hosts = h;
 		return 1;
 	}
-	case 1005: c->r.timeout_given = 1; return cli_number(arg, "--timeout", cmd, 1, 86400, &c->r.timeout_s);
-	case 1006: return cli_number(arg, "--parallel", cmd, 1, 1024, &c->r.fleet.parallel);
-	case 1030: return cli_number(arg, "--canary", cmd, 1, 100000, &c->r.fleet.canary);
-	case 1031: return count_or_pct(arg, "--batch", cmd, 1, &c->r.fleet.batch, &c->r.fleet.batch_pct);
-	case 1032: return count_or_pct(arg, "--max-fail", cmd, 0, &c->r.fleet.max_fail, &c->r.fleet.max_fail_pct);
-	case 1033: c->r.fleet.rollback_on_fail = 1; return 1;
-	case 1007: return home_flag(&c->r.state, arg, "--state", cmd);
-	case 1008: c->json = 1, c->doc = 0; return 1;
-	case 1015: return cli_conn_format(c, arg, cmd);
-	case 1016:
+	case CLI_OPT_TIMEOUT: c->r.timeout_given = 1; return cli_number(arg, "--timeout", cmd, 1, 86400, &c->r.timeout_s);
+	case CLI_OPT_PARALLEL: return cli_number(arg, "--parallel", cmd, 1, 1024, &c->r.fleet.parallel);
+	case CLI_OPT_CANARY: return cli_number(arg, "--canary", cmd, 1, 100000, &c->r.fleet.canary);
+	case CLI_OPT_BATCH: return count_or_pct(arg, "--batch", cmd, 1, &c->r.fleet.batch, &c->r.fleet.batch_pct);
+	case CLI_OPT_MAX_FAIL: return count_or_pct(arg, "--max-fail", cmd, 0, &c->r.fleet.max_fail, &c->r.fleet.max_fail_pct);
+	case CLI_OPT_ROLLBACK_ON_FAIL: c->r.fleet.rollback_on_fail = 1; return 1;
+	case CLI_OPT_STATE: return home_flag(&c->r.state, arg, "--state", cmd);
+	case CLI_OPT_JSON: c->json = 1, c->doc = 0; return 1;
+	case CLI_OPT_FORMAT: return cli_conn_format(c, arg, cmd);
+	case CLI_OPT_ORDER:
 		if (strcmp(arg, "input") == 0 || strcmp(arg, "finish") == 0) {
 			c->order_input = arg[0] == 'i';
 			return 1;
 		}
 		cli_error(EXIT_USAGE, "%s: --order %s: not finish or input", cmd, arg);
 		return -1;
-	case 1009: return home_flag(&c->r.lume, arg, "--lume", cmd);
-	case 1010: return cli_number(arg, "--wait", cmd, 0, 86400, &c->r.wait_s);
-	case 1011: c->r.all = 1; return 1;
-	case 1012: c->r.ssh.lume_default_password = 1; return 1;
-	case 1013: return cli_number(arg, "--port", cmd, 1, 65535, &c->r.port);
-	case 1014: c->r.hosts_file = arg; return 1;
-	case 1020: c->r.target = arg; return 1;
-	case 1021: c->r.profile = arg; return 1;
-	case 1022: c->r.workload = arg; return 1;
-	case 1023: c->r.payload_file = arg; return 1;
+	case CLI_OPT_LUME: return home_flag(&c->r.lume, arg, "--lume", cmd);
+	case CLI_OPT_WAIT: return cli_number(arg, "--wait", cmd, 0, 86400, &c->r.wait_s);
+	case CLI_OPT_ALL: c->r.all = 1; return 1;
+	case CLI_OPT_LUME_DEFAULT_PASSWORD: c->r.ssh.lume_default_password = 1; return 1;
+	case CLI_OPT_PORT: return cli_number(arg, "--port", cmd, 1, 65535, &c->r.port);
+	case CLI_OPT_HOSTS: c->r.hosts_file = arg; return 1;
+	case CLI_OPT_TARGET: c->r.target = arg; return 1;
+	case CLI_OPT_PROFILE: c->r.profile = arg; return 1;
+	case CLI_OPT_WORKLOAD: c->r.workload = arg; return 1;
+	case CLI_OPT_PAYLOAD: c->r.payload_file = arg; return 1;
 	}
 	return 0;
 }
@@ -245,11 +245,11 @@ int
 cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd)
 {
 	switch (opt) {
-	case 1040: v->v.model = arg; return 1;
-	case 1041: v->text_flag = arg; return 1;
-	case 1042: return cli_number(arg, "--chunks", cmd, 1, 100000, &v->chunks);
-	case 1043: v->v.llama_perplexity = arg; return 1;
-	case 1044: v->asked = 1; return 1;
+	case CLI_OPT_MODEL: v->v.model = arg; return 1;
+	case CLI_OPT_TEXT: v->text_flag = arg; return 1;
+	case CLI_OPT_CHUNKS: return cli_number(arg, "--chunks", cmd, 1, 100000, &v->chunks);
+	case CLI_OPT_LLAMA_PERPLEXITY: v->v.llama_perplexity = arg; return 1;
+	case CLI_OPT_VALIDATE_WORKLOAD: v->asked = 1; return 1;
 	}
 	return 0;
 }

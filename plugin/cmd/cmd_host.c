@@ -116,10 +116,13 @@ remote_status(const cli_conn *conn)
 	return failed ? EXIT_SOMEFAIL : EXIT_OK;
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {CLI_CONN_OPTIONS, {NULL, 0, NULL, 0}};
+
+static int
 cmd_host(int argc, char **argv)
 {
-	static const struct option opts[] = {CLI_CONN_OPTIONS, {NULL, 0, NULL, 0}};
 	const char *verb = "status";
 	char err[LM_ERRLEN];
 	cli_conn conn;
@@ -127,7 +130,7 @@ cmd_host(int argc, char **argv)
 	int c, rc, v = -1, before = -1;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "host", CLI_CONN_SHORT, opts)) != -1)
+	while ((c = cli_getopt(argc, argv, "host", CLI_CONN_SHORT, options)) != -1)
 		if ((rc = cli_conn_flag(&conn, c, optarg, "host")) != 1) {
 			cli_conn_free(&conn);
 			return EXIT_USAGE;
@@ -192,3 +195,24 @@ cmd_host(int argc, char **argv)
 	cJSON_Delete(out);
 	return EXIT_OK;
 }
+
+const cli_command cli_cmd_host = {
+	.name = "host", .fn = cmd_host, .options = options,
+	.summary = "the host's paravirtual-graphics preference",
+	.usage =
+	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n"
+	    "       host status --hosts FILE [connection flags] [--json]\n\n"
+	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
+	    "ForceUnrestrictedDeviceFeatureLevel with defaults(1) for this user. enable records the value\n"
+	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n\n"
+	    "With --hosts FILE, status asks every Mac host of FILE over SSH (--parallel at once): the\n"
+	    "preference there and the VM slots in use (running VMs of the 2 a Mac may run). One line per\n"
+	    "host (--json: {\"host\", \"address\", \"state\", \"value\", \"slotsUsed\", \"slots\", \"running\",\n"
+	    "\"vms\"}, or \"state\" unreachable, auth-failed, hostkey-mismatch, timeout or failed with\n"
+	    "\"message\"), then a summary. Exit 1 when a host gave no answer. enable and disable run on the\n"
+	    "Mac itself (run them there, e.g. from Ansible).\n"
+	    CLI_CONN_HELP,
+	.examples = "  lume-metal host status\n"
+	    "  lume-metal host enable\n"
+	    "  lume-metal host status --hosts macs.txt --json\n",
+};

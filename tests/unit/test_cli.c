@@ -87,7 +87,7 @@ main(void)
 
 		c.r.hosts = hosts, c.r.nhosts = 1;
 		if (given)
-			UNIT_OK(cli_conn_flag(&c, 1005, "120", "validate") == 1, "--timeout 120 parses");
+			UNIT_OK(cli_conn_flag(&c, CLI_OPT_TIMEOUT, "120", "validate") == 1, "--timeout 120 parses");
 		UNIT_OK(cli_one_vm(&t, &c, NULL, &o, 3600) == EXIT_OK && o.timeout_s == (given ? 120 : 3600),
 		    "--timeout %s: the run's timeout is %d", given ? "120 given" : "not given", o.timeout_s);
 		guest_target_free(t);
