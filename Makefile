@@ -88,7 +88,7 @@ build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
 
 # test_cli compiles cli.c in (it is not in the library).
-build/tests/test_cli: plugin/cmd/cli.c
+build/tests/test_cli: plugin/cmd/cli.c plugin/cmd/cli_term.c plugin/cmd/cli_format.c
 
 build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)

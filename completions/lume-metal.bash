@@ -7,8 +7,8 @@ _lume_metal_flags() {
 	local payload="--payload --target --profile --workload"
 	local validation="--model --text --chunks --llama-perplexity"
 	case $1 in
-	build) echo "--target --profile --workload -o --output --json" ;;
-	verify) echo "--sha256-file --json" ;;
+	build) echo "--target --profile --workload -o --output --json --format" ;;
+	verify) echo "--sha256-file --json --format" ;;
 	probe) echo "$conn $payload --order" ;;
 	deploy) echo "$conn $payload --order --image --force --dry-run --validate-workload $validation --canary --batch
 		--max-fail --rollback-on-fail --verdicts --confirm-timeout --confirm-settle" ;;
@@ -18,7 +18,7 @@ _lume_metal_flags() {
 	rollback) echo "$conn $payload --to --image --no-probe --order" ;;
 	ledger) echo "--image --json --csv --state --keep --dry-run" ;;
 	key) echo "--json" ;;
-	inventory) echo "--hosts --list --host -u --user" ;;
+	inventory) echo "--hosts --list --host -u --user --json --format" ;;
 	host) echo "$conn" ;;
 	bench) echo "$conn --model --llama-bench -p -n -r --threads --host-baseline --host-llama-bench
 		--host-model --allow-different-model --min-samples --evidence --workload --image" ;;

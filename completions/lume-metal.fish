@@ -40,8 +40,8 @@ complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l lume-default-pa
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn" -l timeout -x -d 'per-VM limit'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn config" -l parallel -x -d 'VMs at once'
 complete -c lume-metal -n "__fish_seen_subcommand_from $conn ledger report config" -l state -r -a '(__fish_complete_directories)' -d 'ledger and caches'
-complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify ledger report config" -l json -d 'JSON output'
-complete -c lume-metal -n "__fish_seen_subcommand_from probe host bench build verify config" -l format -x -a "json text" -d 'output format'
+complete -c lume-metal -n "__fish_seen_subcommand_from $conn build verify inventory ledger report config" -l json -d 'JSON output'
+complete -c lume-metal -n "__fish_seen_subcommand_from probe host bench build verify inventory config" -l format -x -a "json text" -d 'output format'
 complete -c lume-metal -n "__fish_seen_subcommand_from deploy rollback validate golden" -l format -x -a "json text junit" -d 'output format (junit: a JUnit XML report)'
 complete -c lume-metal -n "__fish_seen_subcommand_from status" -l format -x -a "json text junit openmetrics" -d 'output format (junit, or metrics)'
 complete -c lume-metal -n "__fish_seen_subcommand_from status" -l textfile -r -a '(__fish_complete_directories)' -d "also write DIR/lume-metal.prom for node_exporter"

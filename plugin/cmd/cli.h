@@ -5,33 +5,53 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "ops/deploy.h"
-#include "ops/fleet.h"
-#include "core/payload.h"
-#include "net/ssh.h"
 #include "core/util.h"
-#include "ops/validate.h"
-#include "ops/verdicts.h"
+#include "ops/deploy.h"
+#include "ops/payloads.h"
+#include "ops/request.h"
 
 /* Exit codes of the design. */
 enum { EXIT_OK = 0, EXIT_SOMEFAIL = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
 
+/* A command, defined in its cmd_<name>.c beside its option table (in the way each git builtin
+ * keeps its own usage and OPT_* rows); main.c lists them. */
 typedef struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
-	const char *usage; /* the full help text after "usage: lume-metal " */
-	const char *issue; /* set while the command is not built yet */
+	const char *usage;    /* the full help text after "usage: lume-metal " */
+	const char *examples; /* the lines after "Examples:" */
+	const struct option *options; /* its option table (name, argument, id), ending in a zero row;
+	                               * every row is named in usage */
+	const char *issue;    /* set while the command is not built yet */
 } cli_command;
+
+/* The commands in --help's order, ending in NULL (main.c). */
+extern const cli_command *const cli_commands[];
+extern const cli_command cli_cmd_build, cli_cmd_verify, cli_cmd_probe, cli_cmd_deploy, cli_cmd_golden,
+    cli_cmd_status, cli_cmd_rollback, cli_cmd_ledger, cli_cmd_key, cli_cmd_inventory, cli_cmd_host, cli_cmd_bench,
+    cli_cmd_validate, cli_cmd_report, cli_cmd_config;
 
 const cli_command *cli_find(const char *name);
 
-/* Terminal-safe output. Every string that came from a guest, a Mac host, the ledger or a file
- * goes to the terminal through these, never through printf's own %s: printable ASCII and
- * well-formed UTF-8 pass; \n, \r and \t become those two characters (a newline in a field would
- * fake a line); every other C0 control, DEL, the C1 controls U+0080..U+009F, the bidi overrides
- * and isolates (U+202A..U+202E, U+2066..U+2069) and bytes that are not UTF-8 become \xNN, one per
- * byte (ESC is \x1b). */
+/* The ids cli_getopt returns for the long flags without a short letter, by name (a command's own
+ * flags take theirs from CLI_OPT_OWN up). */
+enum {
+	CLI_OPT_PASSWORD_FILE = 1001, CLI_OPT_KNOWN_HOSTS, CLI_OPT_ACCEPT_NEW, CLI_OPT_HOST, CLI_OPT_TIMEOUT,
+	CLI_OPT_PARALLEL, CLI_OPT_STATE, CLI_OPT_JSON, CLI_OPT_LUME, CLI_OPT_WAIT, CLI_OPT_ALL,
+	CLI_OPT_LUME_DEFAULT_PASSWORD, CLI_OPT_PORT, CLI_OPT_HOSTS, CLI_OPT_FORMAT, CLI_OPT_ORDER,
+	CLI_OPT_TARGET = 1020, CLI_OPT_PROFILE, CLI_OPT_WORKLOAD, CLI_OPT_PAYLOAD,
+	CLI_OPT_CANARY = 1030, CLI_OPT_BATCH, CLI_OPT_MAX_FAIL, CLI_OPT_ROLLBACK_ON_FAIL,
+	CLI_OPT_MODEL = 1040, CLI_OPT_TEXT, CLI_OPT_CHUNKS, CLI_OPT_LLAMA_PERPLEXITY, CLI_OPT_VALIDATE_WORKLOAD,
+	CLI_OPT_VERDICTS = 1050,
+	CLI_OPT_OWN = 1100,
+};
+
+/* Terminal-safe output (cli_term.c). Every string that came from a guest, a Mac host, the ledger
+ * or a file goes to the terminal through these, never through printf's own %s, escaped by the
+ * rule of core/escape.h: printable ASCII and well-formed UTF-8 pass; \n, \r and \t become those
+ * two characters; every other control, the bidi overrides and bytes that are not UTF-8 become
+ * \xNN, one per byte (ESC is \x1b). */
 
 /* printf to stdout where every %s and %c argument is escaped; width and precision work as in
  * printf (precision counts bytes of the argument, width bytes of the escaped text). The format
@@ -58,8 +78,10 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Maps a module's error code to the design's exit code, printing err. */
 int cli_fail(int rc, const char *err);
 
-/* Prints the usage of a command to stdout (help) and returns 0. */
+/* Prints the usage of a command to stdout (help) and returns 0 (cli_help.c). */
 int cli_help(const char *name);
+/* help --flags CMD: its option table, one "--name" a line ("--name VALUE" when it takes one). */
+int cli_help_flags(const char *name);
 
 /* getopt_long with the house rules (main.c has already turned CMD -h and CMD --help into help
  * CMD): a bad flag is exit 2, and its reason names it: "--payload needs a value", "--json takes
@@ -96,92 +118,107 @@ void cli_image_label(char *out, size_t len, const cJSON *res);
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);
 
-/* The connection flags every VM command shares (see CONN_FLAGS in main.c). */
+/* The connection flags every VM command shares (see CONN_FLAGS in main.c): the request they
+ * fill for ops (ops/request.h), and how the command renders its results. */
 typedef struct {
-	ssh_opts ssh;          /* user, identity, password, known hosts, accept-new */
-	const char *state;     /* --state, or $XDG_STATE_HOME/lume-metal, or ~/.local/state/lume-metal */
-	const char *lume;      /* --lume PATH, default "lume" on $PATH */
-	const char **hosts;    /* --host values */
-	size_t nhosts;
-	const char *hosts_file; /* --hosts FILE: Mac hosts whose VMs are reached through them */
-	int timeout_s, json, all, wait_s, port;
-	int timeout_given; /* --timeout was on the command line (an explicit 120 is kept) */
+	ops_request r;
+	int json;
 	int order_input;   /* --order input: results in the order the VMs were given (cli_run_vms) */
 	int doc;           /* --format junit|openmetrics: a render_doc (cmd/render.h), 0 for none */
 	const char *textfile; /* status --textfile DIR: also write DIR/lume-metal.prom (render.h) */
-	/* Payload flags (CLI_PAYLOAD_OPTIONS), and what cli_conn_payload made of them (owned). */
-	fleet_opts fleet;      /* --parallel and, for deploy, CLI_FLEET_OPTIONS */
-	const char *target, *profile, *workload, *payload_file;
-	payload_info *info;
-	char *payload;
-	/* The config file (config.h), once cli_conn_ready read it (read once for the process, not
-	 * owned: it lives till exit, as the values taken from it must), and which of its keys a
-	 * flag gave: bit k for config_keys[k]. ssh.user and ssh.known_hosts stay NULL when neither
-	 * a flag nor the file gave them, so the OpenSSH configuration's User and
-	 * UserKnownHostsFile can apply (guest.h), then the defaults. */
-	struct config *cfg;
-	unsigned given;
 } cli_conn;
 
 /* Option rows for the shared flags; a command appends its own and ends with a zero row. */
 #define CLI_CONN_OPTIONS \
 	{"user", required_argument, NULL, 'u'}, {"identity", required_argument, NULL, 'i'}, \
-	{"password-file", required_argument, NULL, 1001}, {"known-hosts", required_argument, NULL, 1002}, \
-	{"accept-new", no_argument, NULL, 1003}, {"host", required_argument, NULL, 1004}, \
-	{"timeout", required_argument, NULL, 1005}, {"parallel", required_argument, NULL, 1006}, \
-	{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008}, \
-	{"lume", required_argument, NULL, 1009}, {"wait", required_argument, NULL, 1010}, \
-	{"all", no_argument, NULL, 1011}, {"lume-default-password", no_argument, NULL, 1012}, \
-	{"port", required_argument, NULL, 1013}, {"hosts", required_argument, NULL, 1014}, \
-	{"format", required_argument, NULL, 1015}
+	{"password-file", required_argument, NULL, CLI_OPT_PASSWORD_FILE}, {"known-hosts", required_argument, NULL, CLI_OPT_KNOWN_HOSTS}, \
+	{"accept-new", no_argument, NULL, CLI_OPT_ACCEPT_NEW}, {"host", required_argument, NULL, CLI_OPT_HOST}, \
+	{"timeout", required_argument, NULL, CLI_OPT_TIMEOUT}, {"parallel", required_argument, NULL, CLI_OPT_PARALLEL}, \
+	{"state", required_argument, NULL, CLI_OPT_STATE}, {"json", no_argument, NULL, CLI_OPT_JSON}, \
+	{"lume", required_argument, NULL, CLI_OPT_LUME}, {"wait", required_argument, NULL, CLI_OPT_WAIT}, \
+	{"all", no_argument, NULL, CLI_OPT_ALL}, {"lume-default-password", no_argument, NULL, CLI_OPT_LUME_DEFAULT_PASSWORD}, \
+	{"port", required_argument, NULL, CLI_OPT_PORT}, {"hosts", required_argument, NULL, CLI_OPT_HOSTS}, \
+	{"format", required_argument, NULL, CLI_OPT_FORMAT}
 #define CLI_CONN_SHORT "u:i:"
+/* Their help, and that of the order and payload rows below, in every usage that takes them. */
+#define CLI_CONN_HELP \
+	"\nConnection (every command that reaches a VM):\n" \
+	"  -u, --user USER         guest user (default: user= of the config file, else the OpenSSH\n" \
+	"                          configuration's User for a --host or --hosts address, else lume)\n" \
+	"  -i, --identity FILE     private key file\n" \
+	"      --password-file F   read the password from F (or $LUME_METAL_PASSWORD; never argv)\n" \
+	"      --known-hosts FILE  host keys (default: known-hosts= of the config file, else the OpenSSH\n" \
+	"                          configuration's UserKnownHostsFile, else ~/.ssh/known_hosts)\n" \
+	"      --accept-new        add an unknown host key instead of refusing\n" \
+	"      --host user@addr[:port]  a guest reached directly, without lume (repeatable)\n" \
+	"      --lume PATH         the lume binary (default: lume on $PATH)\n" \
+	"      --port N            SSH port of Lume VMs (default 22)\n" \
+	"      --wait SECONDS      wait for a Lume VM to be running with SSH available\n" \
+	"      --all               every VM that `lume ls` lists (none: says so on stderr, prints an empty\n" \
+	"                          summary and exits 0, as with --hosts FILE whose hosts list none)\n" \
+	"      --hosts FILE        Mac hosts (user@host[:port] lines, or JSON as manifests/hosts.example.json):\n" \
+	"                          the VMs each one's `lume ls` lists (VM names filter them), reached through\n" \
+	"                          that host's one SSH session (direct-tcpip, as ProxyJump); -u is the user of\n" \
+	"                          lines without one, and of the guests\n" \
+	"      --lume-default-password  also try Lume's default password (warns)\n" \
+	"      --timeout SECONDS   per-VM limit for the whole operation (default 120); a wait for\n" \
+	"                          one of the controller's handshake slots (8 per core) does not count\n" \
+	"      --parallel N        VMs at once (default 32)\n" \
+	"      --state DIR         ledger and caches (default $XDG_STATE_HOME/lume-metal)\n" \
+	"      --json              machine-readable output: one JSON object per line (NDJSON),\n" \
+	"                          one per VM as it finishes, then {\"summary\": ...}\n" \
+	"      --format F          json (the same as --json) or text (the default), as Lume spells it;\n" \
+	"                          junit (deploy, status, rollback, validate, golden): one JUnit XML\n" \
+	"                          document at the end, a testcase per VM, for a CI's test report;\n" \
+	"                          openmetrics (status): the Prometheus/OpenMetrics text format\n" \
+	"\nThe config file ~/.config/lume-metal/config sets defaults for -u, -i, --password-file,\n" \
+	"--known-hosts, --state, --parallel and --lume (see 'lume-metal help config').\n"
+#define CLI_ORDER_HELP \
+	"\nOutput order:\n" \
+	"  --order finish|input  finish (the default): each VM's line as it finishes; input: in the\n" \
+	"                        order the VMs were given (names, then --host; --all: lume ls's; --hosts:\n" \
+	"                        the file's, each host's VMs in its lume ls order), each line as soon as\n" \
+	"                        every VM before it is printed. Either way the JSON summary's \"order\"\n" \
+	"                        lists the VMs in input order.\n"
+#define CLI_PAYLOAD_HELP \
+	"\nPayload:\n" \
+	"  --payload FILE      a built payload (verified first); otherwise one is built for:\n" \
+	"  --target T          macos (default) or linux-sim\n" \
+	"  --profile ID        capability profile (default: the workload's)\n" \
+	"  --workload ID       workload (default: llama-server)\n"
 /* --order finish|input, for the commands that run many VMs (cli_run_vms). */
-#define CLI_ORDER_OPTION {"order", required_argument, NULL, 1016}
+#define CLI_ORDER_OPTION {"order", required_argument, NULL, CLI_OPT_ORDER}
 #define CLI_FLEET_OPTIONS \
-	{"canary", required_argument, NULL, 1030}, {"batch", required_argument, NULL, 1031}, \
-	{"max-fail", required_argument, NULL, 1032}, {"rollback-on-fail", no_argument, NULL, 1033}
+	{"canary", required_argument, NULL, CLI_OPT_CANARY}, {"batch", required_argument, NULL, CLI_OPT_BATCH}, \
+	{"max-fail", required_argument, NULL, CLI_OPT_MAX_FAIL}, {"rollback-on-fail", no_argument, NULL, CLI_OPT_ROLLBACK_ON_FAIL}
 #define CLI_PAYLOAD_OPTIONS \
-	{"target", required_argument, NULL, 1020}, {"profile", required_argument, NULL, 1021}, \
-	{"workload", required_argument, NULL, 1022}, {"payload", required_argument, NULL, 1023}
+	{"target", required_argument, NULL, CLI_OPT_TARGET}, {"profile", required_argument, NULL, CLI_OPT_PROFILE}, \
+	{"workload", required_argument, NULL, CLI_OPT_WORKLOAD}, {"payload", required_argument, NULL, CLI_OPT_PAYLOAD}
 
 /* The validation flags of validate and deploy (--validate-workload), and what they give. */
-typedef struct {
-	validate_opts v;        /* model, llama-perplexity, text, evidence, thresholds, progress */
-	const char *text_flag;  /* --text FILE, overriding the workload's text */
-	int chunks;             /* --chunks N; 0: the workload's */
-	int asked;              /* deploy --validate-workload */
-	char text[4096];        /* the text's path on this host */
-	char label[512];        /* the name recorded: --text as given, or the workload's */
-} cli_validate;
+typedef ops_validation cli_validate;
 #define CLI_VALIDATE_OPTIONS \
-	{"model", required_argument, NULL, 1040}, {"text", required_argument, NULL, 1041}, \
-	{"chunks", required_argument, NULL, 1042}, {"llama-perplexity", required_argument, NULL, 1043}
-/* Takes one validation flag (1040..1043, and 1044 --validate-workload): 1 when opt was one, 0
+	{"model", required_argument, NULL, CLI_OPT_MODEL}, {"text", required_argument, NULL, CLI_OPT_TEXT}, \
+	{"chunks", required_argument, NULL, CLI_OPT_CHUNKS}, {"llama-perplexity", required_argument, NULL, CLI_OPT_LLAMA_PERPLEXITY}
+/* Takes one validation flag (CLI_VALIDATE_OPTIONS, and --validate-workload): 1 when opt was one, 0
  * when not, -1 after printing a bad value. */
 int cli_validate_flag(cli_validate *v, int opt, const char *arg, const char *cmd);
-/* After cli_conn_payload: reads the payload's workload manifest (under cli_datadir()) for
- * "requireValidation" (into o->require_validation) and its "validation" thresholds and text;
- * when validation will run (validate, or deploy --validate-workload) requires --model, resolves
- * the text (--text, else the workload's under the data directory) and sets o->validate to
- * &v->v. Prints the reason and returns EXIT_USAGE on bad input. */
+/* After cli_conn_payload: ops_validation_setup under cli_datadir(); prints the reason and returns
+ * EXIT_USAGE on bad input. */
 int cli_validate_setup(cli_validate *v, cli_conn *c, session_opts *o, int run, const char *cmd);
 
-/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
- * from the Lume name vm or c's one --host, and o's connection fields from c, its per-VM
- * timeout long_timeout_s unless --timeout was given. Prints the reason and returns its exit
+/* ops_one_vm for the command's one VM (bench, validate); prints the reason and returns its exit
  * code. */
 int cli_one_vm(guest_target **out, cli_conn *c, const char *vm, session_opts *o, int long_timeout_s);
 
 /* Sets defaults. */
 void cli_conn_init(cli_conn *c);
-/* After the flags: reads the config file (config_default_path) and takes each of its values
- * that no flag gave (user, identity, password-file, known-hosts, state, parallel, lume; a
- * command reads registry and organization itself with cli_conn_setting), then checks --state
- * (that it exists as a directory, if at all). A bad config file prints "CMD: FILE:LINE: what is wrong" and returns
- * EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
+/* After the flags: ops_request_ready (the config file's values where no flag gave one; a command
+ * reads registry and organization itself with cli_conn_setting; --state checked). A bad config
+ * file prints "CMD: FILE:LINE: what is wrong" and returns EXIT_USAGE, before anything runs. cli_state_readable (so cli_conn_check) calls it; ledger,
  * report and host, which take --state but no VM, call this instead. */
 int cli_conn_ready(cli_conn *c, const char *cmd);
-/* cli_conn_ready, then ledger_readable on the state: exit 2, "CMD: --state DIR: cannot be read:
+/* cli_conn_ready, then that the ledger reads (ops_request_readable): exit 2, "CMD: --state DIR: cannot be read:
  * PATH: why", before any VM is reached (cli_conn_check calls it; bench, validate and golden
  * too). Not for ledger and report, which show every document that reads and name the others. */
 int cli_state_readable(cli_conn *c, const char *cmd);
@@ -197,15 +234,14 @@ int cli_conn_flag(cli_conn *c, int opt, const char *arg, const char *cmd);
  * cli_host_check); prints the reason and returns EXIT_USAGE. */
 int cli_conn_check(cli_conn *c, int nvms, const char *cmd);
 void cli_conn_free(cli_conn *c);
-/* An input error cli_conn_check finds, for the commands that do not call it: --host naming a
- * regular file that is a path, is no user@addr[:port], or does not resolve (a hint at --hosts
- * FILE). Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
+/* An input error cli_conn_check finds in --host (ops_host_check), for the commands that do not
+ * call it. Prints the reason and returns EXIT_USAGE, else EXIT_OK. */
 int cli_host_check(const char *spec, const char *cmd);
 
-/* Verdicts in registries: --verdicts (flag: "local" or "registry", NULL when not given), else
- * the config file's verdicts; its signing-key, registry and organization; its trusted-key files
- * loaded into *trust (the caller clears it; cfg->trust points at it). After cli_conn_ready.
- * Prints the reason and returns EXIT_USAGE (a bad flag, a trusted key that does not load). */
+/* Verdicts in registries (ops_verdicts_setup): --verdicts (flag: "local" or "registry", NULL
+ * when not given), else the config file's. After cli_conn_ready; the caller clears *trust with
+ * ops_verdicts_clear. Prints the reason and returns EXIT_USAGE (a bad flag, a trusted key that
+ * does not load). */
 int cli_verdicts_setup(verdicts_cfg *cfg, verdict_trust *trust, const cli_conn *c, const char *flag, const char *cmd);
 
 /* Runs fn on every VM named by vms, --host, --hosts and --all on the fleet engine (cli_vms.c).
@@ -219,25 +255,10 @@ int cli_verdicts_setup(verdicts_cfg *cfg, verdict_trust *trust, const cli_conn *
 int cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target *, const session_opts *, char *),
     session_opts *o, const char *cmd);
 
-/* The payload of the payload flags: --payload FILE (verified), or one built for --target,
- * --profile and --workload under <state>/payloads/; o->payload and o->info point into c.
- * Prints the reason and returns its exit code on failure; one with placeholders is refused. */
+/* The payload of the payload flags (ops_payload): --payload FILE (verified), or one built for
+ * --target, --profile and --workload under <state>/payloads/; o->payload and o->info point into
+ * c. Prints the reason and returns its exit code on failure; one with placeholders is refused. */
 int cli_conn_payload(cli_conn *c, session_opts *o);
 
-int cmd_build(int argc, char **argv);
-int cmd_verify(int argc, char **argv);
-int cmd_deploy(int argc, char **argv);
-int cmd_probe(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_rollback(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_inventory(int argc, char **argv);
-int cmd_host(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_golden(int argc, char **argv);
-int cmd_config(int argc, char **argv);
-int cmd_key(int argc, char **argv);
 
 #endif

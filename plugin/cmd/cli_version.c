@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cmd/cli.h"
-#include "core/datadir.h"
+#include "ops/payloads.h"
 
 #ifndef LM_COMMIT
 #define LM_COMMIT "unknown"
@@ -18,8 +18,8 @@ cli_version(void)
 	};
 	datadir_candidate c[3];
 	char note[LM_ERRLEN], err[LM_ERRLEN], sha[65], path[4096];
-	const char *dir = datadir_path(note);
-	size_t n = datadir_candidates(c);
+	const char *dir = ops_datadir(note);
+	size_t n = ops_datadir_candidates(c);
 
 	printf("lume-metal %s\ncommit: %s\n", LM_VERSION, LM_COMMIT);
 	for (size_t i = 0; i < n; i++)
@@ -28,7 +28,7 @@ cli_version(void)
 			break;
 		}
 	for (size_t i = 0; i < sizeof deployed / sizeof deployed[0]; i++) {
-		if (datadir_sha256(sha, path, sizeof path, dir, deployed[i][1], err) == LM_OK)
+		if (ops_datadir_sha256(sha, path, sizeof path, dir, deployed[i][1], err) == LM_OK)
 			printf("%s: sha256 %s %s\n", deployed[i][0], sha, path);
 		else
 			printf("%s: missing %s\n", deployed[i][0], path);

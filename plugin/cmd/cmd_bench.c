@@ -8,18 +8,21 @@
 #include "cmd/cli.h"
 #include "ops/bench_vm.h"
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	CLI_CONN_OPTIONS,
+	{"model", required_argument, NULL, 'm'}, {"llama-bench", required_argument, NULL, 'L'},
+	{"host-baseline", no_argument, NULL, 'H'}, {"host-llama-bench", required_argument, NULL, 'B'},
+	{"host-model", required_argument, NULL, 'M'}, {"threads", required_argument, NULL, 'T'},
+	{"allow-different-model", no_argument, NULL, 'A'}, {"min-samples", required_argument, NULL, 'S'},
+	{"evidence", required_argument, NULL, 'E'}, {"workload", required_argument, NULL, 'W'},
+	{"image", required_argument, NULL, 'I'}, {NULL, 0, NULL, 0},
+};
+
+static int
 cmd_bench(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_CONN_OPTIONS,
-		{"model", required_argument, NULL, 'm'}, {"llama-bench", required_argument, NULL, 'L'},
-		{"host-baseline", no_argument, NULL, 'H'}, {"host-llama-bench", required_argument, NULL, 'B'},
-		{"host-model", required_argument, NULL, 'M'}, {"threads", required_argument, NULL, 'T'},
-		{"allow-different-model", no_argument, NULL, 'A'}, {"min-samples", required_argument, NULL, 'S'},
-		{"evidence", required_argument, NULL, 'E'}, {"workload", required_argument, NULL, 'W'},
-		{"image", required_argument, NULL, 'I'}, {NULL, 0, NULL, 0},
-	};
 	bench_vm_opts b = {.llama_bench = "llama-bench", .p = 512, .n = 128, .r = 10,
 		.min_samples = BENCH_MIN_SAMPLES};
 	session_opts o = {.bench = &b};
@@ -30,7 +33,7 @@ cmd_bench(int argc, char **argv)
 	int c, rc = EXIT_OK;
 
 	cli_conn_init(&conn);
-	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "bench", CLI_CONN_SHORT "p:n:r:", opts)) != -1) {
+	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "bench", CLI_CONN_SHORT "p:n:r:", options)) != -1) {
 		int f = cli_conn_flag(&conn, c, optarg, "bench");
 
 		if (f != 0) {
@@ -61,12 +64,12 @@ cmd_bench(int argc, char **argv)
 		rc = cli_error(EXIT_USAGE, "bench: --model PATH (the model's path in the guest) is required");
 		goto done;
 	}
-	if (argc - optind + (int)conn.nhosts != 1 || conn.all) {
+	if (argc - optind + (int)conn.r.nhosts != 1 || conn.r.all) {
 		rc = cli_error(EXIT_USAGE, "bench: takes exactly one VM (a Lume name or --host user@addr[:port])");
 		goto done;
 	}
 	if ((rc = cli_state_readable(&conn, "bench")) != EXIT_OK ||
-	    (conn.nhosts && (rc = cli_host_check(conn.hosts[0], "bench")) != EXIT_OK))
+	    (conn.r.nhosts && (rc = cli_host_check(conn.r.hosts[0], "bench")) != EXIT_OK))
 		goto done;
 	{
 		guest_target *t = NULL;
@@ -103,3 +106,21 @@ done:
 	cli_conn_free(&conn);
 	return rc;
 }
+
+const cli_command cli_cmd_bench = {
+	.name = "bench", .fn = cmd_bench, .options = options,
+	.summary = "llama-bench stock vs shim (vs bare metal) in a guest, as evidence",
+	.usage =
+	    "bench VM | --host user@addr[:port] --model PATH [--llama-bench PATH] [-p 512 -n 128 -r 10]\n"
+	    "      [--threads N] [--host-baseline [--host-llama-bench PATH] [--host-model PATH]]\n"
+	    "      [--allow-different-model] [--min-samples N] [--evidence DIR] [--workload NAME] [--image REF]\n\n"
+	    "Runs llama-bench -o json in the guest twice with identical arguments, stock and through the\n"
+	    "installed release's run-with-shim (deploy first), and with --host-baseline on this host too.\n"
+	    "Hashes llama-bench and the model on each side first (a guest model that differs from the\n"
+	    "host's is refused unless --allow-different-model). Figures are medians of samples_ts; the\n"
+	    "stderr shows which Metal path each arm took, and a shim arm on the stock path is reported as\n"
+	    "shim-not-effective (exit 1). Writes one ledger record and, with --evidence, a new directory:\n"
+	    "raw JSON and stderr of every arm, results.csv, metadata.md, SHA256SUMS. --timeout defaults\n"
+	    "to 3600 here.\n" CLI_CONN_HELP,
+	.examples = "  lume-metal bench tahoe-1 --model ~/models/tinyllama.gguf --host-baseline --evidence ev/\n",
+};

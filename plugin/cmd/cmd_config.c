@@ -6,68 +6,33 @@
 #include <string.h>
 
 #include "cmd/cli.h"
-#include "core/config.h"
-#include "net/guest.h"
+#include "ops/settings.h"
 
-typedef struct {
-	const char *key, *value; /* value NULL: none (shown as "-", null in JSON) */
-	char source[4200];
-} setting;
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	{"user", required_argument, NULL, 'u'}, {"identity", required_argument, NULL, 'i'},
+	{"password-file", required_argument, NULL, CLI_OPT_PASSWORD_FILE}, {"known-hosts", required_argument, NULL, CLI_OPT_KNOWN_HOSTS},
+	{"host", required_argument, NULL, CLI_OPT_HOST}, {"parallel", required_argument, NULL, CLI_OPT_PARALLEL},
+	{"state", required_argument, NULL, CLI_OPT_STATE}, {"json", no_argument, NULL, CLI_OPT_JSON},
+	{"lume", required_argument, NULL, CLI_OPT_LUME}, {"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"registry", required_argument, NULL, 'r'}, {"organization", required_argument, NULL, 'o'},
+	{NULL, 0, NULL, 0},
+};
 
-/* s's source: "flag" when a flag gave it (cli_conn's given bits, by config_keys index), the
- * file's line when it sets it, else def. */
-static void
-source_of(setting *s, const cli_conn *c, const char *def)
-{
-	unsigned bit = 0;
-	int line = 0;
-
-	for (unsigned k = 0; config_keys[k]; k++)
-		if (strcmp(config_keys[k], s->key) == 0)
-			bit = 1u << k;
-	if (c->given & bit)
-		snprintf(s->source, sizeof s->source, "flag");
-	else if (config_get(c->cfg, s->key, &line) != NULL)
-		snprintf(s->source, sizeof s->source, "config:%s:%d", config_path(c->cfg), line);
-	else
-		snprintf(s->source, sizeof s->source, "%s", def);
-}
-
-/* A setting whose flag cli_conn does not track (golden's registry and organization; deploy's
- * confirm-timeout and confirm-settle, never given here): flag (given here), else the file's,
- * else builtin. */
-static void
-golden_setting(setting *s, const cli_conn *c, const char *key, const char *flag, const char *builtin)
-{
-	const char *file = config_get(c->cfg, key, NULL);
-
-	*s = (setting){key, flag ? flag : file ? file : builtin, ""};
-	source_of(s, c, "default");
-	if (flag != NULL)
-		snprintf(s->source, sizeof s->source, "flag");
-}
-
-int
+static int
 cmd_config(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"user", required_argument, NULL, 'u'}, {"identity", required_argument, NULL, 'i'},
-		{"password-file", required_argument, NULL, 1001}, {"known-hosts", required_argument, NULL, 1002},
-		{"host", required_argument, NULL, 1004}, {"parallel", required_argument, NULL, 1006},
-		{"state", required_argument, NULL, 1007}, {"json", no_argument, NULL, 1008},
-		{"lume", required_argument, NULL, 1009}, {"format", required_argument, NULL, 1015},
-		{"registry", required_argument, NULL, 'r'}, {"organization", required_argument, NULL, 'o'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *registry = NULL, *organization = NULL, *home = getenv("HOME");
-	setting v[20];
-	guest_target *t = NULL;
-	char err[LM_ERRLEN], known[4096], ids[4096] = "", parallel[16], *user0 = NULL;
-	int c, rc, n = 0;
+	const char *registry = NULL, *organization = NULL;
+	ops_settings set = {0};
+	const ops_setting *v = set.v;
+	const guest_target *t;
+	char err[LM_ERRLEN];
+	int c, rc;
 	cli_conn conn;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "config", CLI_CONN_SHORT, opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "config", CLI_CONN_SHORT, options)) != -1) {
 		if ((rc = cli_conn_flag(&conn, c, optarg, "config")) != 0) {
 			if (rc < 0)
 				goto usage;
@@ -80,80 +45,32 @@ cmd_config(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (optind < argc || conn.nhosts > 1) {
+	if (optind < argc || conn.r.nhosts > 1) {
 		cli_error(EXIT_USAGE, "config: takes no arguments and at most one --host; see 'lume-metal help config'");
 		goto usage;
 	}
 	if ((rc = cli_conn_ready(&conn, "config")) != EXIT_OK)
 		goto done;
-	/* With --host ALIAS: what ssh -G says of it, where the flags and the file say nothing. */
-	if (conn.nhosts == 1) {
-		if ((rc = guest_target_host(&t, conn.hosts[0], conn.ssh.user, err)) == LM_OK && (user0 = strdup(t->user)) == NULL)
-			rc = lm_err(err, LM_EFAIL, "out of memory");
-		if (rc == LM_OK)
-			rc = guest_target_resolve(t, lm_now_ms() + 10000, err);
-		if (rc != LM_OK) {
-			rc = cli_fail(rc, err);
-			goto done;
-		}
+	if ((rc = ops_settings_read(&set, &conn.r, registry, organization, err)) != LM_OK) {
+		rc = cli_fail(rc, err);
+		goto done;
 	}
-	snprintf(known, sizeof known, "%s/.ssh/known_hosts", home ? home : ".");
-	snprintf(parallel, sizeof parallel, "%d", conn.fleet.parallel);
-	for (size_t k = 0; t && t->cfg && k < t->cfg->nids; k++)
-		snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%s", k ? ", " : "", t->cfg->ids[k]);
-
-	v[n] = (setting){"user", conn.ssh.user ? conn.ssh.user : t ? t->user : GUEST_DEFAULT_USER, ""};
-	source_of(&v[n], &conn, t && strcmp(t->user, user0) != 0 ? "ssh-config" : "default");
-	if (t && strchr(conn.hosts[0], '@') != NULL)
-		snprintf(v[n].source, sizeof v[n].source, "flag");
-	n++;
-	v[n] = (setting){"identity", conn.ssh.identity ? conn.ssh.identity : *ids ? ids : NULL, ""};
-	source_of(&v[n++], &conn, *ids ? "ssh-config" : "default");
-	v[n] = (setting){"password-file", conn.ssh.password_file, ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"known-hosts", conn.ssh.known_hosts ? conn.ssh.known_hosts :
-	    t && t->cfg && t->cfg->known_hosts ? t->cfg->known_hosts : known, ""};
-	source_of(&v[n++], &conn, t && t->cfg && t->cfg->known_hosts ? "ssh-config" : "default");
-	v[n] = (setting){"state", conn.state, ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"parallel", parallel, ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"lume", conn.lume, ""};
-	source_of(&v[n++], &conn, "default");
-	golden_setting(&v[n++], &conn, "registry", registry, "ghcr.io");
-	golden_setting(&v[n++], &conn, "organization", organization, "trycua");
-	v[n] = (setting){"verdicts", cli_conn_setting(&conn, "verdicts") ? cli_conn_setting(&conn, "verdicts") : "local", ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"signing-key", cli_conn_setting(&conn, "signing-key"), ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"trusted-key", cli_conn_setting(&conn, "trusted-key"), ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"verdict-registries", cli_conn_setting(&conn, "verdict-registries"), ""};
-	source_of(&v[n++], &conn, "default");
-	v[n] = (setting){"registry-auth", cli_conn_setting(&conn, "registry-auth"), ""};
-	source_of(&v[n++], &conn, "default");
-	/* install.sh's own defaults (a guest whose environment sets LUME_METAL_CONFIRM_* uses that) */
-	golden_setting(&v[n++], &conn, "confirm-timeout", NULL, "60");
-	golden_setting(&v[n++], &conn, "confirm-settle", NULL, "5");
-	/* None: every record is kept until `ledger prune` (which then keeps its default, 20). */
-	v[n] = (setting){"ledger-keep", cli_conn_setting(&conn, "ledger-keep"), ""};
-	source_of(&v[n++], &conn, "default");
-
+	t = set.host;
 	if (conn.json) {
 		cJSON *o = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(o, "settings");
 
-		cJSON_AddStringToObject(o, "file", config_path(conn.cfg) ? config_path(conn.cfg) : "");
-		cJSON_AddBoolToObject(o, "fileExists", config_exists(conn.cfg));
+		cJSON_AddStringToObject(o, "file", set.file ? set.file : "");
+		cJSON_AddBoolToObject(o, "fileExists", set.file_exists);
 		if (t != NULL) {
 			cJSON *h = cJSON_AddObjectToObject(o, "host");
 
-			cJSON_AddStringToObject(h, "spec", conn.hosts[0]);
+			cJSON_AddStringToObject(h, "spec", conn.r.hosts[0]);
 			cJSON_AddStringToObject(h, "hostname", t->host);
 			cJSON_AddNumberToObject(h, "port", t->port);
 			if (t->jump)
 				cJSON_AddStringToObject(h, "proxyJump", t->jump);
 		}
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < set.n; i++) {
 			cJSON *e = cJSON_AddObjectToObject(s, v[i].key);
 
 			if (v[i].value)
@@ -165,12 +82,12 @@ cmd_config(int argc, char **argv)
 		cli_print_json(o);
 		cJSON_Delete(o);
 	} else {
-		cli_printf("# config file: %s (%s)\n", config_path(conn.cfg) ? config_path(conn.cfg) : "none: no HOME",
-		    config_exists(conn.cfg) ? "read" : "not there");
+		cli_printf("# config file: %s (%s)\n", set.file ? set.file : "none: no HOME",
+		    set.file_exists ? "read" : "not there");
 		if (t != NULL)
-			cli_printf("# --host %s: %s port %d%s%s\n", conn.hosts[0], t->host, t->port,
+			cli_printf("# --host %s: %s port %d%s%s\n", conn.r.hosts[0], t->host, t->port,
 			    t->jump ? ", ProxyJump " : "", t->jump ? t->jump : "");
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < set.n; i++)
 			cli_printf("%-15s %-40s %s\n", v[i].key, v[i].value ? v[i].value : "-", v[i].source);
 	}
 	rc = EXIT_OK;
@@ -178,8 +95,46 @@ cmd_config(int argc, char **argv)
 usage:
 	rc = EXIT_USAGE;
 done:
-	free(user0);
-	guest_target_free(t);
+	ops_settings_free(&set);
 	cli_conn_free(&conn);
 	return rc;
 }
+
+const cli_command cli_cmd_config = {
+	.name = "config", .fn = cmd_config, .options = options,
+	.summary = "the settings in force and where each one comes from",
+	.usage =
+	    "config [--host ALIAS] [--format json|text] [SETTING FLAGS]\n\n"
+	    "Prints each setting the config file may hold, its value in force and its source: flag,\n"
+	    "config:FILE:LINE, ssh-config (the OpenSSH configuration, with --host) or default. The order,\n"
+	    "first wins: the flags, the config file, `ssh -G` for a --host or --hosts address (User,\n"
+	    "IdentityFile, UserKnownHostsFile), the built-in defaults.\n\n"
+	    "The config file is $XDG_CONFIG_HOME/lume-metal/config (default ~/.config/lume-metal/config):\n"
+	    "one KEY=VALUE a line, blank lines and # comments allowed, ~/ in a path is $HOME/. Its keys:\n"
+	    "user, identity, password-file, known-hosts, state, parallel (1-1024), lume, registry and\n"
+	    "organization (golden's), verdicts (local or registry: deploy's and status's --verdicts),\n"
+	    "signing-key (the private key golden and ledger push sign verdicts with), trusted-key\n"
+	    "(public key files, comma-separated: whose verdicts a gate uses; every key of a file, at most\n"
+	    "32, nothing else in it, and no file or folder up to $HOME others may write; docs/verdicts.md),\n"
+	    "confirm-timeout (1-3600) and confirm-settle (0-600; deploy's), ledger-keep (1-1000000:\n"
+	    "each record a run appends keeps what `ledger prune --keep N` would, for its VM; unset: all).\n"
+	    "A bad line (an unknown key, no =, a bad number, a key twice) stops\n"
+	    "every command that reads it with exit 2, naming FILE:LINE, before anything runs. An identity\n"
+	    "or password file it names must be one only you can read, as on the command line.\n\n"
+	    "  --host ALIAS          also show what the OpenSSH configuration says of ALIAS\n"
+	    "  --json                one object: {\"file\", \"fileExists\", \"settings\": {KEY: {\"value\",\n"
+	    "                        \"source\"}}}, and \"host\" with --host\n"
+	    "  --format json|text    the same as --json, or text (the default)\n"
+	    "\nSetting flags (shown with source flag; each as the other commands take it):\n"
+	    "  -u, --user USER       the guest user\n"
+	    "  -i, --identity FILE   the private key\n"
+	    "  --password-file F     the password file\n"
+	    "  --known-hosts FILE    the host keys\n"
+	    "  --state DIR           ledger and caches\n"
+	    "  --parallel N          VMs at once\n"
+	    "  --lume PATH           the lume binary\n"
+	    "  --registry R          golden's registry\n"
+	    "  --organization O      golden's organization\n",
+	.examples = "  lume-metal config\n"
+	    "  lume-metal config --host tahoe-1 --format json\n",
+};

@@ -7,7 +7,6 @@
 #include "cmd/cli.h"
 #include "cmd/render.h"
 #include "ops/golden.h"
-#include "core/image.h"
 #include "core/ledger.h"
 
 /* One stderr line per step start and end, with the elapsed time; everything escaped. */
@@ -61,18 +60,21 @@ print_text(const cJSON *r)
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? str(r, "build") : "");
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
+	{"pull", required_argument, NULL, 'P'}, {"pull-registry", required_argument, NULL, 'R'},
+	{"pull-organization", required_argument, NULL, 'O'}, {"registry", required_argument, NULL, 'r'},
+	{"organization", required_argument, NULL, 'o'}, {"additional-tags", required_argument, NULL, 't'},
+	{"build-vm", required_argument, NULL, 'b'}, {"keep", no_argument, NULL, 'k'},
+	{"dry-run", no_argument, NULL, 'n'}, {"image", required_argument, NULL, 'I'},
+	{"evidence", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
+};
+
+static int
 cmd_golden(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_PAYLOAD_OPTIONS, CLI_VALIDATE_OPTIONS,
-		{"pull", required_argument, NULL, 'P'}, {"pull-registry", required_argument, NULL, 'R'},
-		{"pull-organization", required_argument, NULL, 'O'}, {"registry", required_argument, NULL, 'r'},
-		{"organization", required_argument, NULL, 'o'}, {"additional-tags", required_argument, NULL, 't'},
-		{"build-vm", required_argument, NULL, 'b'}, {"keep", no_argument, NULL, 'k'},
-		{"dry-run", no_argument, NULL, 'n'}, {"image", required_argument, NULL, 'I'},
-		{"evidence", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
-	};
 	golden_opts g = {0};
 	cli_validate cv = {0};
 	cli_conn conn;
@@ -87,7 +89,7 @@ cmd_golden(int argc, char **argv)
 	cli_conn_init(&conn);
 	if ((tags = calloc((size_t)argc + 1, sizeof *tags)) == NULL)
 		return cli_error(EXIT_SOMEFAIL, "out of memory");
-	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "golden", CLI_CONN_SHORT, opts)) != -1) {
+	while (rc == EXIT_OK && (c = cli_getopt(argc, argv, "golden", CLI_CONN_SHORT, options)) != -1) {
 		int f = cli_conn_flag(&conn, c, optarg, "golden");
 
 		if (f == 0)
@@ -114,7 +116,7 @@ cmd_golden(int argc, char **argv)
 	if (rc != EXIT_OK)
 		goto done;
 	npos = argc - optind;
-	if (conn.nhosts || conn.hosts_file || conn.all) {
+	if (conn.r.nhosts || conn.r.hosts_file || conn.r.all) {
 		rc = cli_error(EXIT_USAGE, "golden: builds on this Mac's Lume; --host, --hosts and --all do not apply");
 		goto done;
 	}
@@ -158,15 +160,15 @@ cmd_golden(int argc, char **argv)
 	 * validate record: its golden image is validated here or not built. */
 	if (g.deploy.require_validation && cv.v.model == NULL) {
 		rc = cli_error(EXIT_USAGE, "golden: the workload %s requires validation (requireValidation): give --model "
-		    "PATH (the model's path in the guest)", conn.info->workload);
+		    "PATH (the model's path in the guest)", conn.r.info->workload);
 		goto done;
 	}
 	g.model = cv.v.model;
 	g.tags = tags;
-	g.port = conn.port;
-	g.deploy.state = conn.state, g.deploy.lume = conn.lume, g.deploy.ssh = conn.ssh;
-	g.deploy.timeout_s = conn.timeout_s;
-	g.deploy.wait_s = conn.wait_s ? conn.wait_s : GOLDEN_SHORT_S;
+	g.port = conn.r.port;
+	g.deploy.state = conn.r.state, g.deploy.lume = conn.r.lume, g.deploy.ssh = conn.r.ssh;
+	g.deploy.timeout_s = conn.r.timeout_s;
+	g.deploy.wait_s = conn.r.wait_s ? conn.r.wait_s : GOLDEN_SHORT_S;
 	g.progress = progress;
 	wall = time(NULL);
 	rc = golden_build(&res, &g, err);
@@ -187,7 +189,41 @@ cmd_golden(int argc, char **argv)
 done:
 	cJSON_Delete(res);
 	free(tags);
-	verdict_trust_clear(&trust);
+	ops_verdicts_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }
+
+const cli_command cli_cmd_golden = {
+	.name = "golden", .fn = cmd_golden, .options = options,
+	.summary = "clone, validate, stamp, push and record a golden image",
+	.usage =
+	    "golden SOURCE IMAGE:TAG | --pull BASE:TAG [NAME] IMAGE:TAG [--registry R] [--organization O]\n"
+	    "       [--additional-tags TAG]... [--build-vm NAME] [--keep] [--dry-run] [PAYLOAD FLAGS]\n\n"
+	    "Builds on a `lume clone` of SOURCE (a stopped local VM, never changed; --pull pulls BASE:TAG\n"
+	    "first, as NAME, or as Lume's BASE_TAG, or BASE_TAG-2, -3, ... when a VM has that name): runs it (lume run, detached and without a display), waits for SSH,\n"
+	    "deploys the payload with full validation (as deploy --force), stamps\n"
+	    "~/Library/Application Support/lume-metal/image.json in the guest, stops it, pushes it\n"
+	    "under a tag only this run knows, IMAGE:golden-HEX (lume push, credentials from\n"
+	    "GITHUB_USERNAME/GITHUB_TOKEN or GHCR_*), reads that manifest's digest from its bytes,\n"
+	    "points IMAGE:TAG and the additional tags at it and reads them back (another digest there:\n"
+	    "re-tagged by someone else, exit 1, nothing recorded), records one ledger record of kind\n"
+	    "golden under that digest, and deletes the build VM. A failed validation pushes nothing (its verdict is\n"
+	    "recorded under the base image); the build VM is then stopped and deleted, or kept with\n"
+	    "--keep. Progress per step on stderr; --json prints one object.\n\n"
+	    "  --registry R        as lume push (default ghcr.io); --organization O (default trycua)\n"
+	    "  --additional-tags T more tags pointed at the pushed manifest (repeatable)\n"
+	    "  --pull-registry R, --pull-organization O   where --pull finds BASE:TAG\n"
+	    "  --build-vm NAME     the clone's name (default lume-metal-golden-PID)\n"
+	    "  --keep              keep the build VM (stopped) after the build\n"
+	    "  --dry-run           print every step's command and run none\n"
+	    "  --model PATH        also validate the workload (as lume-metal validate: llama-perplexity stock\n"
+	    "                      and shimmed, KL divergence) on the build VM; a fail pushes nothing. Required\n"
+	    "                      when the workload has requireValidation. --text, --chunks,\n"
+	    "                      --llama-perplexity and --evidence DIR as for validate\n"
+	    "  --image REF         the base image's reference for the deploy's ledger record\n"
+	    "  --wait SECONDS      the wait for SSH (default 300)\n"
+	    CLI_PAYLOAD_HELP CLI_CONN_HELP,
+	.examples = "  lume-metal golden tahoe-base macos-tahoe-shim:26.5 --model ~/m.gguf --dry-run\n"
+	    "  lume-metal golden --pull macos-tahoe-cua:latest shim:26.5 --model ~/m.gguf\n",
+};

@@ -5,35 +5,13 @@
 #include <string.h>
 
 #include "cmd/cli.h"
-#include "net/host.h"
+#include "ops/hostpref.h"
 #include "ops/hosts.h"
-#include "net/lume.h"
 
 static const char *
 word(int v)
 {
 	return v < 0 ? "not set" : v ? "true" : "false";
-}
-
-/* Running VMs keep the graphics device they started with. */
-static void
-running_vms(const char *lume, cJSON *out)
-{
-	char err[LM_ERRLEN];
-	lume_vm **all;
-	size_t n;
-
-	if (lume_list(&all, &n, lume, err) != LM_OK) {
-		cJSON_AddStringToObject(out, "lumeError", err);
-		return;
-	}
-	cJSON *arr = cJSON_AddArrayToObject(out, "restartNeeded");
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(all[i]->status, "running") == 0)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(all[i]->name));
-		lume_vm_free(all[i]);
-	}
-	free(all);
 }
 
 /* host status --hosts: one Mac host's answer, filled in by the pool. */
@@ -87,7 +65,7 @@ remote_status(const cli_conn *conn)
 	char err[LM_ERRLEN];
 	int rc, failed = 0, enabled = 0;
 
-	if ((rc = hosts_load(&hv, &n, conn->hosts_file, conn->ssh.user, err)) != LM_OK)
+	if ((rc = hosts_load(&hv, &n, conn->r.hosts_file, conn->r.ssh.user, err)) != LM_OK)
 		return cli_fail(rc, err);
 	hc = calloc(n, sizeof *hc);
 	out = calloc(n, sizeof *out);
@@ -97,8 +75,8 @@ remote_status(const cli_conn *conn)
 		hosts_free(hv, n);
 		return cli_error(EXIT_SOMEFAIL, "out of memory");
 	}
-	hosts_connect(hc, hv, n, &conn->ssh, conn->timeout_s, conn->fleet.parallel);
-	fleet_each(n, conn->fleet.parallel, remote_one, &(remote_run){.hosts = hv, .hc = hc, .out = out});
+	hosts_connect(hc, hv, n, &conn->r.ssh, conn->r.timeout_s, conn->r.fleet.parallel);
+	fleet_each(n, conn->r.fleet.parallel, remote_one, &(remote_run){.hosts = hv, .hc = hc, .out = out});
 	for (size_t i = 0; i < n; i++) {
 		const char *state = cJSON_GetObjectItemCaseSensitive(out[i], "state")->valuestring;
 		const cJSON *val = cJSON_GetObjectItemCaseSensitive(out[i], "value");
@@ -138,10 +116,13 @@ remote_status(const cli_conn *conn)
 	return failed ? EXIT_SOMEFAIL : EXIT_OK;
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {CLI_CONN_OPTIONS, {NULL, 0, NULL, 0}};
+
+static int
 cmd_host(int argc, char **argv)
 {
-	static const struct option opts[] = {CLI_CONN_OPTIONS, {NULL, 0, NULL, 0}};
 	const char *verb = "status";
 	char err[LM_ERRLEN];
 	cli_conn conn;
@@ -149,7 +130,7 @@ cmd_host(int argc, char **argv)
 	int c, rc, v = -1, before = -1;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "host", CLI_CONN_SHORT, opts)) != -1)
+	while ((c = cli_getopt(argc, argv, "host", CLI_CONN_SHORT, options)) != -1)
 		if ((rc = cli_conn_flag(&conn, c, optarg, "host")) != 1) {
 			cli_conn_free(&conn);
 			return EXIT_USAGE;
@@ -159,7 +140,7 @@ cmd_host(int argc, char **argv)
 		cli_conn_free(&conn);
 		return cli_error(EXIT_USAGE, "host: takes status, enable or disable; see 'lume-metal help host'");
 	}
-	if (conn.nhosts > 0 || conn.all) {
+	if (conn.r.nhosts > 0 || conn.r.all) {
 		cli_conn_free(&conn);
 		return cli_error(EXIT_USAGE, "host: takes --hosts FILE for Mac hosts, not --host or --all");
 	}
@@ -167,7 +148,7 @@ cmd_host(int argc, char **argv)
 		cli_conn_free(&conn);
 		return rc;
 	}
-	if (conn.hosts_file != NULL) {
+	if (conn.r.hosts_file != NULL) {
 		if (strcmp(verb, "status") != 0) {
 			cli_conn_free(&conn);
 			return cli_error(EXIT_USAGE, "host %s: runs on the Mac itself; with --hosts FILE only status", verb);
@@ -177,14 +158,12 @@ cmd_host(int argc, char **argv)
 		return rc;
 	}
 	out = cJSON_CreateObject();
-	if (strcmp(verb, "enable") == 0)
-		rc = host_pref_enable(conn.state, &before, err);
-	else if (strcmp(verb, "disable") == 0)
-		rc = host_pref_disable(conn.state, &before, err);
+	if (strcmp(verb, "status") != 0)
+		rc = ops_hostpref_set(conn.r.state, strcmp(verb, "enable") == 0, &before, err);
 	else
 		rc = LM_OK;
 	if (rc == LM_OK)
-		rc = host_pref_read(&v, err);
+		rc = ops_hostpref_read(&v, err);
 	if (rc != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
@@ -194,7 +173,7 @@ cmd_host(int argc, char **argv)
 	cJSON_AddStringToObject(out, "value", word(v));
 	if (strcmp(verb, "status") != 0) {
 		cJSON_AddStringToObject(out, strcmp(verb, "enable") == 0 ? "before" : "restored", word(before));
-		running_vms(conn.lume, out);
+		ops_hostpref_running(conn.r.lume, out);
 	}
 	if (conn.json) {
 		cli_print_json(out);
@@ -216,3 +195,24 @@ cmd_host(int argc, char **argv)
 	cJSON_Delete(out);
 	return EXIT_OK;
 }
+
+const cli_command cli_cmd_host = {
+	.name = "host", .fn = cmd_host, .options = options,
+	.summary = "the host's paravirtual-graphics preference",
+	.usage =
+	    "host [status|enable|disable] [--json] [--state DIR] [--lume PATH]\n"
+	    "       host status --hosts FILE [connection flags] [--json]\n\n"
+	    "Reads, sets or restores com.apple.gpusw.ParavirtualizedGraphics\n"
+	    "ForceUnrestrictedDeviceFeatureLevel with defaults(1) for this user. enable records the value\n"
+	    "it replaces; disable restores it. Both list the running VMs that must be restarted.\n\n"
+	    "With --hosts FILE, status asks every Mac host of FILE over SSH (--parallel at once): the\n"
+	    "preference there and the VM slots in use (running VMs of the 2 a Mac may run). One line per\n"
+	    "host (--json: {\"host\", \"address\", \"state\", \"value\", \"slotsUsed\", \"slots\", \"running\",\n"
+	    "\"vms\"}, or \"state\" unreachable, auth-failed, hostkey-mismatch, timeout or failed with\n"
+	    "\"message\"), then a summary. Exit 1 when a host gave no answer. enable and disable run on the\n"
+	    "Mac itself (run them there, e.g. from Ansible).\n"
+	    CLI_CONN_HELP,
+	.examples = "  lume-metal host status\n"
+	    "  lume-metal host enable\n"
+	    "  lume-metal host status --hosts macs.txt --json\n",
+};

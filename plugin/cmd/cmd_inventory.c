@@ -19,14 +19,17 @@ host_vars(const guest_target *t)
 	return v;
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	{"hosts", required_argument, NULL, 'f'}, {"list", no_argument, NULL, 'l'},
+	{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'},
+	{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
+};
+
+static int
 cmd_inventory(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"hosts", required_argument, NULL, 'f'}, {"list", no_argument, NULL, 'l'},
-		{"host", required_argument, NULL, 'n'}, {"user", required_argument, NULL, 'u'},
-		{"json", no_argument, NULL, 'j'}, {"format", required_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
-	};
 	const char *file = NULL, *name = NULL, *user;
 	char err[LM_ERRLEN];
 	cli_conn conn; /* -u and the config file's user= */
@@ -36,7 +39,7 @@ cmd_inventory(int argc, char **argv)
 	int c, list = 0, rc, json = 1;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "inventory", "u:", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "inventory", "u:", options)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'l': list = 1; break;
@@ -63,7 +66,7 @@ cmd_inventory(int argc, char **argv)
 	if ((rc = cli_conn_ready(&conn, "inventory")) != EXIT_OK)
 		return rc;
 	/* Ansible needs a user for each host: -u, else user= of the config file, else lume. */
-	user = conn.ssh.user ? conn.ssh.user : GUEST_DEFAULT_USER;
+	user = conn.r.ssh.user ? conn.r.ssh.user : GUEST_DEFAULT_USER;
 	if ((rc = hosts_load(&hosts, &n, file, user, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (name != NULL) {
@@ -91,3 +94,22 @@ cmd_inventory(int argc, char **argv)
 	hosts_free(hosts, n);
 	return EXIT_OK;
 }
+
+const cli_command cli_cmd_inventory = {
+	.name = "inventory", .fn = cmd_inventory, .options = options,
+	.summary = "the --hosts file as an Ansible dynamic inventory",
+	.usage =
+	    "inventory --hosts FILE [--list | --host NAME] [-u USER]\n\n"
+	    "Prints the Mac hosts of FILE (user@host[:port] lines or a JSON inventory, as deploy --hosts\n"
+	    "reads it) as the JSON Ansible wants from an inventory script. --list (the default): the group\n"
+	    "mac_hosts and, under _meta.hostvars, each host's ansible_host, ansible_user and ansible_port.\n"
+	    "--host NAME: that host's variables; a name FILE does not list is exit 2.\n"
+	    "scripts/ansible/inventory runs it for `ansible -i`.\n\n"
+	    "  --hosts FILE      the hosts file; a bad line is exit 2, naming the file and line\n"
+	    "  -u, --user USER   the user of hosts that name none (default: user= of the config file,\n"
+	    "                    else lume)\n"
+	    "  --json            accepted, as every command takes it: the output is JSON already\n"
+	    "  --format json     the same\n",
+	.examples = "  lume-metal inventory --hosts macs.txt --list\n"
+	    "  ansible -i scripts/ansible/inventory mac_hosts -m ping\n",
+};

@@ -3,17 +3,19 @@
 #include <string.h>
 
 #include "cmd/cli.h"
-#include "core/config.h"
-#include "core/verdict.h"
+#include "ops/keys.h"
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+
+static int
 cmd_key(int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	char err[LM_ERRLEN], path[4096], dir[4096], id[VERDICT_KEYID_LEN + 1], fpr[VERDICT_FPR_LEN + 1];
+	char err[LM_ERRLEN], path[4096], id[VERDICT_KEYID_LEN + 1], fpr[VERDICT_FPR_LEN + 1];
 	int c, json = 0, rc;
 
-	while ((c = cli_getopt(argc, argv, "key", "", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "key", "", options)) != -1) {
 		if (c != 'j')
 			return EXIT_USAGE;
 		json = 1;
@@ -23,19 +25,10 @@ cmd_key(int argc, char **argv)
 	if (argc - optind == 2) {
 		if (lm_fmt(path, sizeof path, "%s", argv[optind + 1]) != 0 || path[0] == '\0')
 			return cli_error(EXIT_USAGE, "key generate: PATH is empty or too long");
-	} else {
+	} else if ((rc = ops_key_default_path(path, sizeof path, err)) != LM_OK)
 		/* Beside the config file that names it: $XDG_CONFIG_HOME/lume-metal/verdict-key. */
-		char *slash;
-
-		if (config_default_path(dir, sizeof dir) != 0 || (slash = strrchr(dir, '/')) == NULL)
-			return cli_error(EXIT_USAGE, "key generate: no HOME to put the key under; give PATH");
-		*slash = '\0';
-		if (lm_mkdirs(dir, err) != LM_OK)
-			return cli_fail(LM_EFAIL, err);
-		if (lm_fmt(path, sizeof path, "%s/verdict-key", dir) != 0)
-			return cli_error(EXIT_USAGE, "key generate: path too long; give PATH");
-	}
-	if ((rc = verdict_key_generate(id, fpr, path, err)) != LM_OK)
+		return rc == LM_EINPUT ? cli_error(EXIT_USAGE, "key generate: %s", err) : cli_fail(rc, err);
+	if ((rc = ops_key_generate(id, fpr, path, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -54,3 +47,24 @@ cmd_key(int argc, char **argv)
 		    path, path, id, fpr, path, path);
 	return EXIT_OK;
 }
+
+const cli_command cli_cmd_key = {
+	.name = "key", .fn = cmd_key, .options = options,
+	.summary = "make the Ed25519 key pair that signs verdicts",
+	.usage =
+	    "key generate [PATH] [--json]\n\n"
+	    "Writes a new Ed25519 key pair for signing the verdicts `golden` and `ledger push` attach to\n"
+	    "an image in its registry: PATH, the private key (PEM PKCS#8, mode 0600), and PATH.pub, the\n"
+	    "public key (PEM SubjectPublicKeyInfo); `openssl pkey` reads both. Neither file may exist: a\n"
+	    "key is never overwritten, and a symlink in its place is refused. Default PATH:\n"
+	    "$XDG_CONFIG_HOME/lume-metal/verdict-key (~/.config/lume-metal/verdict-key). Prints the key's\n"
+	    "id (sha256: and the SHA-256 of the raw public key), the id every verdict names its signer by,\n"
+	    "and its fingerprint (SHA256:..., as ssh-keygen -l prints it: its signatures' keyid). An ECDSA\n"
+	    "P-256 key (a PKCS#8 file of openssl genpkey; a cosign.pub to trust) is used as it is.\n"
+	    "Name the private key as signing-key= in the config file of the controller that signs (a CI\n"
+	    "runner), and the public one as trusted-key= on every controller that deploys on its verdicts\n"
+	    "(docs/verdicts.md).\n\n"
+	    "  --json   one object: {\"private\", \"public\", \"keyid\", \"fingerprint\"}\n",
+	.examples = "  lume-metal key generate\n"
+	    "  lume-metal key generate ~/ci/verdict-key --json\n",
+};

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
-#include "net/identity.h"
 #include "core/ledger.h"
 #include "ops/verdicts.h"
 
@@ -65,10 +64,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 {
 	walk *w = ctx;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
-	const char *ref = identity_doc_ref(doc);
+	const char *ref = ledger_doc_ref(doc);
 	char label[LEDGER_STR_MAX + 64];
 
-	if (w->image && !identity_doc_is(doc, w->image))
+	if (w->image && !ledger_doc_is(doc, w->image))
 		return 0;
 	w->docs++;
 	if (w->mode == 'j') {
@@ -163,7 +162,7 @@ merge(const cli_conn *conn, int mode, const char *image, int nsrcs, char **srcs)
 			return cli_error(EXIT_USAGE, "ledger merge: %s holds no ledger (ledger.db, *.json, or ledger/*.json); "
 			    "nothing was merged", srcs[i]);
 	}
-	if ((rc = ledger_merge(&n, conn->state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
+	if ((rc = ledger_merge(&n, conn->r.state, (const char *const *)srcs, (size_t)nsrcs, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (mode == 'j') {
 		cJSON *o = cJSON_CreateObject();
@@ -195,8 +194,8 @@ push(const cli_conn *conn, int mode, int nargs, char **args)
 		return cli_error(EXIT_USAGE, "ledger push: takes one IMAGE (REGISTRY/REPO:TAG or @sha256:...) and no --csv");
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger push")) != EXIT_OK)
 		return rc;
-	rc = verdicts_push(&out, conn->state, args[0], NULL, &vc, err);
-	verdict_trust_clear(&trust);
+	rc = verdicts_push(&out, conn->r.state, args[0], NULL, &vc, err);
+	ops_verdicts_clear(&trust);
 	if (rc != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
@@ -232,8 +231,8 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 	if ((rc = cli_verdicts_setup(&vc, &trust, conn, NULL, "ledger pull")) != EXIT_OK)
 		return rc;
 	if ((rc = verdicts_fetch(&out, args[0], NULL, &vc, NULL, err)) == LM_OK)
-		rc = verdicts_import(&added, conn->state, out, err);
-	verdict_trust_clear(&trust);
+		rc = verdicts_import(&added, conn->r.state, out, err);
+	ops_verdicts_clear(&trust);
 	if (rc != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
@@ -257,7 +256,7 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", s(r, "time"), s(r, "kind"), s(r, "verdict"), s(r, "vm"),
 				    s(r, "payloadSha256"));
 		}
-		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->state,
+		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->r.state,
 		    n > trusted ? "; the others are never used by the gate" : "");
 	}
 	cJSON_Delete(out);
@@ -281,7 +280,7 @@ prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int na
 		return cli_error(EXIT_USAGE, "ledger prune: takes no arguments and no --csv; see 'lume-metal help ledger'");
 	if (keep_text && (end == keep_text || *end != '\0' || keep < 1 || keep > 1000000))
 		return cli_error(EXIT_USAGE, "ledger prune: --keep %s: not a whole number from 1 to 1000000", keep_text);
-	if ((rc = ledger_prune(&out, conn->state, (int)keep, dry_run, err)) != LM_OK) {
+	if ((rc = ledger_prune(&out, conn->r.state, (int)keep, dry_run, err)) != LM_OK) {
 		cJSON_Delete(out);
 		return cli_fail(rc, err);
 	}
@@ -310,14 +309,17 @@ prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int na
 	return EXIT_OK;
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	{"state", required_argument, NULL, 's'}, {"image", required_argument, NULL, 'm'},
+	{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {"keep", required_argument, NULL, 'k'},
+	{"dry-run", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0},
+};
+
+static int
 cmd_ledger(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"state", required_argument, NULL, 's'}, {"image", required_argument, NULL, 'm'},
-		{"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {"keep", required_argument, NULL, 'k'},
-		{"dry-run", no_argument, NULL, 'n'}, {NULL, 0, NULL, 0},
-	};
 	const char *keep = NULL;
 	int dry_run = 0;
 	walk w = {.mode = 's'};
@@ -327,9 +329,9 @@ cmd_ledger(int argc, char **argv)
 	int c, rc;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "ledger", "", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ledger", "", options)) != -1) {
 		switch (c) {
-		case 's': cli_conn_flag(&conn, 1007, optarg, "ledger"); break;
+		case 's': cli_conn_flag(&conn, CLI_OPT_STATE, optarg, "ledger"); break;
 		case 'm': w.image = optarg; break;
 		case 'j': w.mode = 'j'; break;
 		case 'c': w.mode = 'c'; break;
@@ -364,12 +366,53 @@ cmd_ledger(int argc, char **argv)
 		    "shim_to_host_percent\n");
 	w.all = cJSON_CreateArray();
 	/* A document that does not read costs only itself: the others are shown, then it is named. */
-	rc = ledger_each(conn.state, each, &w, err);
+	rc = ledger_each(conn.r.state, each, &w, err);
 	if (w.mode == 'j')
 		cli_print_json(w.all);
 	else if (rc == LM_OK && w.mode == 's' && w.docs == 0)
 		cli_printf("no ledger records%s%s in %s/ledger.db\n", w.image ? " for " : "", w.image ? w.image : "",
-		    conn.state);
+		    conn.r.state);
 	cJSON_Delete(w.all);
 	return rc == LM_OK ? EXIT_OK : cli_fail(rc, err);
 }
+
+const cli_command cli_cmd_ledger = {
+	.name = "ledger", .fn = cmd_ledger, .options = options,
+	.summary = "show, export, merge, push, pull or prune the results per image version",
+	.usage =
+	    "ledger [show|export] [--image REF] [--json|--csv] [--state DIR]\n"
+	    "       ledger merge [--state DIR] [--json] SRC...\n"
+	    "       ledger push|pull [--state DIR] [--json] IMAGE\n"
+	    "       ledger prune [--keep N] [--dry-run] [--state DIR] [--json]\n\n"
+	    "The ledger is the SQLite database STATE/ledger.db; the JSON documents an older lume-metal kept\n"
+	    "in STATE/ledger/ are imported on first use and kept there, renamed *.json.migrated.\n\n"
+	    "show (default) prints every image version's records; export prints CSV with the evidence\n"
+	    "results.csv columns plus the key fields. --json prints every document.\n\n"
+	    "merge adds the records of ledgers fetched from other machines (SRC: a file of `ledger show\n"
+	    "--json` or one document, a ledger.db, a state directory, or a directory of documents) to\n"
+	    "this one: each record not already there goes to its image version, so merging twice adds\n"
+	    "nothing. Every SRC is checked first; one that is not a ledger document is exit 2, naming it,\n"
+	    "and nothing is written. Prints the records merged, the documents written and the records\n"
+	    "already present (--json: {\"merged\", \"documents\", \"present\", \"sources\"}).\n\n"
+	    "prune removes what neither the gate nor a report needs, and says what per image version and\n"
+	    "kind (--json: {\"keep\", \"dryRun\", \"removed\", \"kept\", \"versions\"}). It keeps every record\n"
+	    "that gates (validate, golden, a failing deploy whose cause is not the workload), the newest\n"
+	    "record of each kind and payload, each VM's newest N records and each image version's newest\n"
+	    "N records of clones (observations, and deploy records reconciled from a clone's install.json).\n"
+	    "  --keep N          N (1..1000000; default: ledger-keep of the config file, else 20)\n"
+	    "  --dry-run         remove nothing: say what would go\n\n"
+	    "push signs this ledger's records of the image version IMAGE names (REGISTRY/REPO:TAG or\n"
+	    "REGISTRY/REPO@sha256:HEX) with signing-key= of the config file and attaches them in its\n"
+	    "registry as a Sigstore bundle (artifactType application/vnd.dev.sigstore.bundle.v0.3+json,\n"
+	    "a DSSE envelope over an in-toto Statement, as cosign verify-attestation finds them) whose\n"
+	    "subject is the image manifest; golden does it after a passing build. pull reads the verdicts\n"
+	    "attached to IMAGE (bundles, and the plain envelopes of earlier versions), shows each as\n"
+	    "trusted, untrusted (naming its signer), unsigned or refused (why), and records the trusted\n"
+	    "ones here, marked \"imported\"; only those are ever used by a gate.\n"
+	    "Exit 0 with a trusted verdict, 3 with none trusted, 1 with none attached (docs/verdicts.md).\n",
+	.examples = "  lume-metal ledger show --image ghcr.io/trycua/macos-tahoe:26.5\n"
+	    "  lume-metal ledger export > results.csv\n"
+	    "  lume-metal ledger pull ghcr.io/my-org/macos-tahoe-shim:26.5\n"
+	    "  lume-metal ledger merge fetched/mac-1 fetched/mac-2\n"
+	    "  lume-metal ledger prune --keep 50 --dry-run\n",
+};

@@ -8,7 +8,6 @@
 #include "core/bench.h"
 #include "cmd/cli.h"
 #include "cmd/render.h"
-#include "net/identity.h"
 #include "core/ledger.h"
 
 enum { FORM_TEXT, FORM_CSV, FORM_MARKDOWN, FORM_JSON };
@@ -180,10 +179,10 @@ each(const cJSON *doc, const char *path, void *ctx)
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key"), *r;
 	cJSON *recs = NULL;
 	char err[LM_ERRLEN], guest[256], label[LEDGER_STR_MAX + 64];
-	const char *ref = identity_doc_ref(doc);
+	const char *ref = ledger_doc_ref(doc);
 	int n = 0;
 
-	if (w->image && !identity_doc_is(doc, w->image))
+	if (w->image && !ledger_doc_is(doc, w->image))
 		return 0;
 	ledger_key_label(label, sizeof label, key, ref);
 	snprintf(guest, sizeof guest, "%s (%s)", s(key, "guestOS"), s(key, "guestBuild"));
@@ -298,16 +297,19 @@ report_ledger(const char *state, const char *image, int form, const char *html)
 	return rc;
 }
 
-int
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	{"workload", required_argument, NULL, 'w'}, {"csv", no_argument, NULL, 'c'},
+	{"markdown", no_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'},
+	{"min-samples", required_argument, NULL, 'n'}, {"ledger", no_argument, NULL, 'l'},
+	{"image", required_argument, NULL, 'i'}, {"state", required_argument, NULL, 's'},
+	{"html", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+};
+
+static int
 cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"workload", required_argument, NULL, 'w'}, {"csv", no_argument, NULL, 'c'},
-		{"markdown", no_argument, NULL, 'm'}, {"json", no_argument, NULL, 'j'},
-		{"min-samples", required_argument, NULL, 'n'}, {"ledger", no_argument, NULL, 'l'},
-		{"image", required_argument, NULL, 'i'}, {"state", required_argument, NULL, 's'},
-		{"html", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
-	};
 	const char *files[3] = {NULL, NULL, NULL}, *names[3] = {"stock", "shim", "host"}, *workload = NULL, *image = NULL;
 	const char *html = NULL;
 	bench_arm arms[3];
@@ -319,7 +321,7 @@ cmd_report(int argc, char **argv)
 	cli_conn conn;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "report", "", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "report", "", options)) != -1) {
 		switch (c) {
 		case 'w': workload = optarg; break;
 		case 'c': form = FORM_CSV, forms++; break;
@@ -328,7 +330,7 @@ cmd_report(int argc, char **argv)
 		case 'l': ledger = 1; break;
 		case 'i': image = optarg; break;
 		case 'H': html = optarg; break;
-		case 's': cli_conn_flag(&conn, 1007, optarg, "report"); break;
+		case 's': cli_conn_flag(&conn, CLI_OPT_STATE, optarg, "report"); break;
 		case 'n':
 			errno = 0;
 			min_samples = strtol(optarg, &end, 10);
@@ -345,7 +347,7 @@ cmd_report(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "report --ledger: takes no stock=, shim= or host= files");
 		if ((rc = cli_conn_ready(&conn, "report")) != EXIT_OK)
 			return rc;
-		return report_ledger(conn.state, image, form, html);
+		return report_ledger(conn.r.state, image, form, html);
 	}
 	if (image)
 		return cli_error(EXIT_USAGE, "report: --image goes with --ledger");
@@ -405,3 +407,34 @@ done:
 	lm_buf_free(&out);
 	return rc;
 }
+
+const cli_command cli_cmd_report = {
+	.name = "report", .fn = cmd_report, .options = options,
+	.summary = "the evidence table from llama-bench JSON or the ledger",
+	.usage =
+	    "report stock=FILE shim=FILE [host=FILE] [--workload NAME] [--csv|--markdown|--json] [--min-samples N]"
+	    " [--html FILE]\n"
+	    "       report --ledger [--image REF] [--state DIR] [--csv|--markdown|--json] [--html FILE]\n\n"
+	    "Compares llama-bench -o json runs test by test (pp<n_prompt>, tg<n_gen>) on the medians of\n"
+	    "samples_ts, with min and max: guest_ratio = shim/stock, shim_to_host_percent = 100*shim/host.\n"
+	    "FILE.stderr beside each FILE.json is read for what ggml_metal_device_init (or, before about\n"
+	    "b6500, ggml_metal_init) chose (GPU name,\n"
+	    "highest Apple family, simdgroup reduction and matrix mul., bfloat, residency sets); a shim\n"
+	    "arm on the stock path (simdgroup matrix mul. = false) is reported as \"shim not effective\",\n"
+	    "exit 1. Input that does not parse, a row both pp and tg, no pp or no tg test, a bad or empty\n"
+	    "samples_ts, too few samples, or no Metal device in gpu_info is exit 2, naming the file.\n\n"
+	    "  --workload NAME   the workload label (default: the model file and model_type of the JSON)\n"
+	    "  --csv             the columns of the published results.csv, with its rounding\n"
+	    "  --markdown        the evidence README table\n"
+	    "  --json            one object: arms with paths and Metal lines, per-test figures, ratios\n"
+	    "  --min-samples N   samples each test needs (default 3)\n"
+	    "  --ledger          every ledger record of kind bench, per image version side by side\n"
+	    "  --image REF       with --ledger: that image only\n"
+	    "  --state DIR       ledger directory (default $XDG_STATE_HOME/lume-metal)\n"
+	    "  --html FILE       also write the evidence as one HTML page: per image version and Mac, bars of\n"
+	    "                    stock, shim and bare metal per test, the speedup, the validation against\n"
+	    "                    its thresholds, the verdict; inline CSS and SVG, no script, nothing fetched\n",
+	.examples = "  lume-metal report stock=stock.json shim=shim.json host=host.json --markdown\n"
+	    "  lume-metal report --ledger --csv\n"
+	    "  lume-metal report --ledger --html evidence.html\n",
+};

@@ -5,13 +5,20 @@
 #include "cmd/cli.h"
 #include "ops/status.h"
 
-int
+/* status's own flag without a short letter. */
+enum { OPT_TEXTFILE = CLI_OPT_OWN };
+
+/* The option table: name, argument, the id cli_getopt returns; each row's help is in the
+ * usage below (tests/cli/t-help.sh checks that every row is named there). */
+static const struct option options[] = {
+	CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"image", required_argument, NULL, 'm'},
+	{"verdicts", required_argument, NULL, CLI_OPT_VERDICTS}, {"textfile", required_argument, NULL, OPT_TEXTFILE},
+	{NULL, 0, NULL, 0},
+};
+
+static int
 cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_CONN_OPTIONS, CLI_ORDER_OPTION, {"image", required_argument, NULL, 'm'},
-		{"verdicts", required_argument, NULL, 1050}, {"textfile", required_argument, NULL, 1054}, {NULL, 0, NULL, 0},
-	};
 	session_opts o = {0};
 	cli_conn conn;
 	verdicts_cfg vc;
@@ -21,14 +28,14 @@ cmd_status(int argc, char **argv)
 	int c, rc;
 
 	cli_conn_init(&conn);
-	while ((c = cli_getopt(argc, argv, "status", CLI_CONN_SHORT, opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "status", CLI_CONN_SHORT, options)) != -1) {
 		if ((rc = cli_conn_flag(&conn, c, optarg, "status")) != 0) {
 			if (rc < 0)
 				return EXIT_USAGE;
 			continue;
 		}
-		if (c == 1050 || c == 1054) {
-			if (c == 1050)
+		if (c == CLI_OPT_VERDICTS || c == OPT_TEXTFILE) {
+			if (c == CLI_OPT_VERDICTS)
 				verdicts = optarg;
 			else
 				conn.textfile = optarg;
@@ -50,7 +57,27 @@ cmd_status(int argc, char **argv)
 		o.verdicts = &vc;
 		rc = cli_run_vms(&conn, argc - optind, argv + optind, status_one, &o, "status");
 	}
-	verdict_trust_clear(&trust);
+	ops_verdicts_clear(&trust);
 	cli_conn_free(&conn);
 	return rc;
 }
+
+const cli_command cli_cmd_status = {
+	.name = "status", .fn = cmd_status, .options = options,
+	.summary = "what is installed, service state, drift, ledger verdict",
+	.usage =
+	    "status VM... | --host user@addr[:port]... | --all [--image REF] [--verdicts registry|local]"
+	    " [--textfile DIR]\n\n"
+	    "Prints each VM's releases, current and previous, the service state, drift (files that no\n"
+	    "longer match their checksums, an edited LaunchAgent) and the ledger's verdict for its image\n"
+	    "version. State ok or drift; exit 1 when any VM has drift or cannot be read.\n"
+	    "  --verdicts registry|local  as deploy's: with registry, a version this ledger has no verdict\n"
+	    "                      for is looked up in its image's registry (trusted-key), and recorded\n"
+	    "  --textfile DIR      also write the metrics (as --format openmetrics prints them) to\n"
+	    "                      DIR/lume-metal.prom for node_exporter's textfile collector: a temporary\n"
+	    "                      file in DIR renamed over it; stdout keeps its format\n" CLI_ORDER_HELP CLI_CONN_HELP,
+	.examples = "  lume-metal status tahoe-1\n"
+	    "  lume-metal status --hosts macs.txt --format json\n"
+	    "  lume-metal status --all --order input > before.txt\n"
+	    "  lume-metal status --all --textfile /var/lib/prometheus/node-exporter\n",
+};

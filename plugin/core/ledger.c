@@ -679,3 +679,36 @@ ledger_doc_problem(const cJSON *doc, char why[256])
 	return NULL;
 }
 
+/* o's "image" when it is a string, else NULL. */
+static const char *
+image_str(const cJSON *o)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "image");
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *
+ledger_doc_ref(const cJSON *doc)
+{
+	const cJSON *recs = cJSON_GetObjectItemCaseSensitive(doc, "records");
+
+	for (const cJSON *r = cJSON_IsArray(recs) ? cJSON_GetArrayItem(recs, cJSON_GetArraySize(recs) - 1) : NULL; r;
+	    r = r->prev != NULL && r->prev->next != NULL ? r->prev : NULL)
+		if (image_str(r) != NULL)
+			return image_str(r);
+	return image_str(cJSON_GetObjectItemCaseSensitive(doc, "key"));
+}
+
+int
+ledger_doc_is(const cJSON *doc, const char *ref)
+{
+	const cJSON *r, *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
+
+	if (image_str(key) != NULL && strcmp(image_str(key), ref) == 0)
+		return 1;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records"))
+		if (image_str(r) != NULL && strcmp(image_str(r), ref) == 0)
+			return 1;
+	return 0;
+}

@@ -176,6 +176,13 @@ const cJSON *ledger_verdict(const cJSON *doc, const ledger_want *w);
  * payload (bench's figures, reports); a "cause":"workload" record is skipped as above. */
 const cJSON *ledger_last(const cJSON *doc, const char *kind);
 
+/* The image reference a ledger document carries: its last record's "image" string (keys
+ * with a digest hold none), else its key's "image"; NULL when neither. Borrowed from doc. */
+const char *ledger_doc_ref(const cJSON *doc);
+
+/* Whether ref names doc's image version: its key's "image" or any of its records' "image". */
+int ledger_doc_is(const cJSON *doc, const char *ref);
+
 /* <0, 0 or >0 as time a is before, the same as, or after time b (as ledger_record_problem
  * checks them: 2026-01-31T23:59:59Z, a fraction of a second allowed); a malformed one sorts
  * first. */

@@ -361,36 +361,3 @@ identity_host_digest(char out[IMAGE_DIGEST_LEN + 1], const identity_host *h, con
 	    *loc ? loc : "(no default)");
 	return LM_EFAIL;
 }
-
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-const char *
-identity_doc_ref(const cJSON *doc)
-{
-	const cJSON *recs = cJSON_GetObjectItemCaseSensitive(doc, "records");
-
-	for (const cJSON *r = cJSON_IsArray(recs) ? cJSON_GetArrayItem(recs, cJSON_GetArraySize(recs) - 1) : NULL; r;
-	    r = r->prev != NULL && r->prev->next != NULL ? r->prev : NULL)
-		if (str_of(r, "image") != NULL)
-			return str_of(r, "image");
-	return str_of(cJSON_GetObjectItemCaseSensitive(doc, "key"), "image");
-}
-
-int
-identity_doc_is(const cJSON *doc, const char *ref)
-{
-	const cJSON *r, *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
-
-	if (str_of(key, "image") != NULL && strcmp(str_of(key, "image"), ref) == 0)
-		return 1;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records"))
-		if (str_of(r, "image") != NULL && strcmp(str_of(r, "image"), ref) == 0)
-			return 1;
-	return 0;
-}

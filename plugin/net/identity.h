@@ -79,13 +79,6 @@ void identity_host_clear(identity_host *h);
 int identity_host_digest(char out[IMAGE_DIGEST_LEN + 1], const identity_host *h, const char *vm,
     const char *location, char *why, size_t len);
 
-/* The image reference a ledger document carries: its last record's "image" string (keys
- * with a digest hold none), else its key's "image"; NULL when neither. Borrowed from doc. */
-const char *identity_doc_ref(const cJSON *doc);
-
-/* Whether ref names doc's image version: its key's "image" or any of its records' "image". */
-int identity_doc_is(const cJSON *doc, const char *ref);
-
 /* The shell script the exec runs (for the lint and tests). */
 extern const char identity_host_script[];
 

@@ -1,5 +1,5 @@
 # Shell completions: bash completes the commands and every flag each `lume-metal help CMD`
-# shows (the function called as bash calls it: COMP_WORDS, COMP_CWORD, then COMPREPLY); fish
+# shows and each row of its option table has (the function called as bash calls it: COMP_WORDS, COMP_CWORD, then COMPREPLY); fish
 # the same through `complete -C`; zsh's file parses and names every flag.
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner bash
 . "$(dirname "$0")/../lib.sh"
@@ -32,7 +32,7 @@ bcomp ledger "" >"$T/got"
 check "bash: ledger offers show, export, merge, push, pull, prune" sh -c 'test "$(tr "\n" " " <"$1")" = "export merge prune pull push show "' - "$T/got"
 while read -r c; do
 	bcomp "$c" - >"$T/got"
-	help_flags "$c" >"$T/flags"
+	all_flags "$c" >"$T/flags"
 	missing=$(comm -23 "$T/flags" "$T/got" | tr '\n' ' ')
 	if [ -z "$missing" ] && [ -s "$T/flags" ]; then ok "bash: $c - offers its $(wc -l <"$T/flags") flags"; else not_ok "bash: $c - lacks: $missing"; fi
 done <"$T/cmds"
@@ -45,7 +45,7 @@ if command -v fish >/dev/null 2>&1; then
 	check "fish: the file parses" fish -n "$C/lume-metal.fish"
 	while read -r c; do
 		fish -c 'source $argv[1]; complete -C "lume-metal $argv[2] -"' "$C/lume-metal.fish" "$c" | cut -f1 | sort -u >"$T/got"
-		help_flags "$c" >"$T/flags"
+		all_flags "$c" >"$T/flags"
 		missing=$(comm -23 "$T/flags" "$T/got" | tr '\n' ' ')
 		if [ -z "$missing" ]; then ok "fish: $c - offers its flags"; else not_ok "fish: $c - lacks: $missing"; fi
 	done <"$T/cmds"
@@ -58,7 +58,7 @@ if command -v zsh >/dev/null 2>&1; then
 	missing=""
 	while read -r c; do
 		check_grep "zsh: command $c" "^	'$c:" "$C/_lume-metal"
-		for f in $(help_flags "$c"); do grep -q -- "$f\[" "$C/_lume-metal" || grep -q -- "{$f," "$C/_lume-metal" || grep -q -- ",$f}" "$C/_lume-metal" || missing="$missing $c:$f"; done
+		for f in $(all_flags "$c"); do grep -q -- "$f\[" "$C/_lume-metal" || grep -q -- "{$f," "$C/_lume-metal" || grep -q -- ",$f}" "$C/_lume-metal" || missing="$missing $c:$f"; done
 	done <"$T/cmds"
 	if [ -z "$missing" ]; then ok "zsh: every flag of every command"; else not_ok "zsh: missing$missing"; fi
 else

@@ -57,6 +57,24 @@ if [ ! -s "$T/cycles" ]; then ok "no module reaches itself through its includes"
 else not_ok "an include cycle: $(cat "$T/cycles")"; fi
 check "the checks saw the tree" test "$(includes "$TOP/plugin" | wc -l)" -gt 100
 
+# cmd/ is a front end over the library (in the way git's builtins sit over libgit2): it includes
+# ops/ headers, its own, and only these core/ ones, each for a reason:
+#   core/util.h    the buffers, error codes and cJSON getters every floor shares
+#   core/escape.h  the terminal-safety rule that cli_term.c prints everything with
+#   core/ledger.h  the ledger's records and key labels, which ledger, report, golden and the
+#                  summaries render
+#   core/bench.h   the benchmark tables that bench and report render
+cmd_core="core/util.h core/escape.h core/ledger.h core/bench.h"
+# front DIR: prints each include of cmd/ that is none of those; nothing when all are well.
+front() {
+	includes "$1" | awk -v ok="$cmd_core" '
+	BEGIN { n = split(ok, a, " "); for (i = 1; i <= n; i++) allowed[a[i]] = 1 }
+	$1 == "cmd" && $3 !~ /^(ops|cmd)\// && !($3 in allowed) { print "cmd/" $2 ": \"" $3 "\" is no ops/ header nor a named core/ one" }'
+}
+front "$TOP/plugin" >"$T/front"
+if [ ! -s "$T/front" ]; then ok "cmd/ includes only ops/, its own and the named core/ headers"
+else not_ok "cmd/ reaches below ops/:"; sed 's/^/#   /' "$T/front"; fi
+
 # The checks can fail: a copy where core/ledger.h includes ops/deploy.h (an arrow up, and with
 # deploy -> ledger a circle), and one with a bare include.
 cp -R "$TOP/plugin" "$T/bad"
@@ -68,4 +86,8 @@ check_grep "... and the circle it makes" 'core/ledger' "$T/bad.cycles"
 printf '#include "ledger.h"\n' >>"$T/bad/net/ssh.c"
 layering "$T/bad" >"$T/bad.layering"
 check_has "a bare include is found" 'net/ssh: "ledger.h" names no floor' "$T/bad.layering"
+printf '#include "net/ssh.h"\n#include "core/config.h"\n' >>"$T/bad/cmd/cli.h"
+front "$T/bad" >"$T/bad.front"
+check_has "cmd/ including net/ is found" 'cmd/cli: "net/ssh.h" is no ops/ header nor a named core/ one' "$T/bad.front"
+check_has "... and an unnamed core/ header" 'cmd/cli: "core/config.h" is no ops/ header nor a named core/ one' "$T/bad.front"
 t_done

@@ -1,5 +1,5 @@
 # The man page (mdoc): man -l renders it, and it names every command `lume-metal help` lists,
-# every flag of every `help CMD`, every exit code and every environment variable the sources read.
+# every flag of every `help CMD` and every row of its option table, every exit code and every environment variable the sources read.
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/install/helpflags.sh"
@@ -14,7 +14,7 @@ help_commands >"$T/cmds"
 check "lume-metal help lists the commands" test -s "$T/cmds"
 while read -r c; do
 	check_grep "the page has command $c" "^     $c( |$)" "$T/man.txt"
-	help_flags "$c" >"$T/flags"
+	all_flags "$c" >"$T/flags"
 	missing=""
 	while read -r f; do
 		grep -Eq -- "Fl ${f#-}( |$)" "$page" || missing="$missing $f"

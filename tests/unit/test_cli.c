@@ -1,5 +1,5 @@
-/* cli.c's terminal-safe output: the escaper byte by byte, and cli_bprintf against snprintf.
- * cli.c is not in the library the unit tests link, so it is compiled in here, statics and all. */
+/* The terminal-safe output: the escaper (core/escape.c) byte by byte, cli_bprintf against snprintf.
+ * cmd/ is not in the library the unit tests link, so its files are compiled in here, statics and all. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,13 +7,14 @@
 #include "unit.h"
 #include "cmd/cli.c"
 #include "cmd/cli_format.c"
+#include "cmd/cli_term.c"
 
 /* s (n bytes) escaped must be want. */
 static void
 esc(const char *s, size_t n, int keep_nl, const char *want, const char *what)
 {
 	lm_buf b = {0};
-	int rc = escape(&b, s, n, keep_nl);
+	int rc = escape_text(&b, s, n, keep_nl);
 
 	UNIT_OK(rc == 0 && strcmp(b.data ? b.data : "", want) == 0, "%s", what);
 	if (rc != 0 || strcmp(b.data ? b.data : "", want) != 0)
@@ -79,14 +80,14 @@ main(void)
 
 	/* --timeout given is kept, even when it is the default's 120; without it, the command's own. */
 	for (int given = 0; given <= 1; given++) {
-		cli_conn c = {.timeout_s = 120};
+		cli_conn c = {.r = {.timeout_s = 120}};
 		const char *hosts[] = {"127.0.0.1"};
 		session_opts o = {0};
 		guest_target *t = NULL;
 
-		c.hosts = hosts, c.nhosts = 1;
+		c.r.hosts = hosts, c.r.nhosts = 1;
 		if (given)
-			UNIT_OK(cli_conn_flag(&c, 1005, "120", "validate") == 1, "--timeout 120 parses");
+			UNIT_OK(cli_conn_flag(&c, CLI_OPT_TIMEOUT, "120", "validate") == 1, "--timeout 120 parses");
 		UNIT_OK(cli_one_vm(&t, &c, NULL, &o, 3600) == EXIT_OK && o.timeout_s == (given ? 120 : 3600),
 		    "--timeout %s: the run's timeout is %d", given ? "120 given" : "not given", o.timeout_s);
 		guest_target_free(t);

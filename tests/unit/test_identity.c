@@ -1,5 +1,6 @@
 /* Unit tests for identity: a Mac's sysctl answers, one Mac host's exec output (facts, storage
  * listing, digests, lume ls), hostile answers of each part, and a ledger document's label. */
+#include "core/ledger.h"
 #include "net/identity.h"
 #include "unit.h"
 
@@ -121,10 +122,10 @@ main(void)
 		    "{\"kind\":\"deploy\",\"image\":\"ghcr.io/a:1\"},{\"kind\":\"deploy\",\"image\":\"ghcr.io/a:2\"},{\"kind\":\"deploy\"}]}");
 		cJSON *old = cJSON_Parse("{\"key\":{\"image\":\"ghcr.io/old\",\"imageDigest\":null},\"records\":[{\"kind\":\"deploy\"}]}");
 
-		UNIT_OK(identity_doc_ref(doc) && strcmp(identity_doc_ref(doc), "ghcr.io/a:2") == 0,
+		UNIT_OK(ledger_doc_ref(doc) && strcmp(ledger_doc_ref(doc), "ghcr.io/a:2") == 0,
 		    "a document's reference: its last record's");
-		UNIT_OK(identity_doc_is(doc, "ghcr.io/a:1") && !identity_doc_is(doc, "ghcr.io/b"), "... any record's matches");
-		UNIT_OK(identity_doc_ref(old) && strcmp(identity_doc_ref(old), "ghcr.io/old") == 0, "an old key's: its key's");
+		UNIT_OK(ledger_doc_is(doc, "ghcr.io/a:1") && !ledger_doc_is(doc, "ghcr.io/b"), "... any record's matches");
+		UNIT_OK(ledger_doc_ref(old) && strcmp(ledger_doc_ref(old), "ghcr.io/old") == 0, "an old key's: its key's");
 		cJSON_Delete(doc);
 		cJSON_Delete(old);
 	}
