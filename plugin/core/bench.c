@@ -109,22 +109,6 @@ parse_error(const char *text, size_t len, const char *at, const char *name, char
 	return lm_err(err, LM_EINPUT, "%s: not valid JSON at line %zu", name, line);
 }
 
-static const char *
-str_field(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double
-num_field(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 /* A whole number field >= 0 (absent: dflt when dflt >= 0). */
 static int
 count_field(int *out, const cJSON *row, const char *k, int dflt, const char *name, int i, char *err)
@@ -166,7 +150,7 @@ parse_row(bench_test *t, const cJSON *row, const char *name, int i, int min_samp
 	if (lm_fmt(t->name, sizeof t->name, "%s%d", t->n_prompt ? "pp" : "tg", t->n_prompt ? t->n_prompt : t->n_gen) ||
 	    (t->n_depth && lm_fmt(t->name + strlen(t->name), sizeof t->name - strlen(t->name), "@d%d", t->n_depth)))
 		return lm_err(err, LM_EINPUT, "%s: row %d: test name too long", name, i);
-	gpu = str_field(row, "gpu_info");
+	gpu = lm_jstr(row, "gpu_info");
 	if (gpu == NULL || *gpu == '\0')
 		return lm_err(err, LM_EINPUT, "%s: row %d (%s): gpu_info is %s: llama-bench saw no Metal device", name, i,
 		    t->name, gpu ? "empty" : "missing");
@@ -298,13 +282,13 @@ bench_parse_json(bench_arm *out, const char *text, size_t len, const char *name,
 	}
 	first = cJSON_GetArrayItem(doc, 0);
 	out->path = strdup(name);
-	out->gpu_info = dup_or_null(str_field(first, "gpu_info"));
-	out->build_commit = dup_or_null(str_field(first, "build_commit"));
-	out->model_filename = dup_or_null(str_field(first, "model_filename"));
-	out->model_type = dup_or_null(str_field(first, "model_type"));
-	out->build_number = num_field(first, "build_number");
-	out->n_threads = num_field(first, "n_threads");
-	out->n_gpu_layers = num_field(first, "n_gpu_layers");
+	out->gpu_info = dup_or_null(lm_jstr(first, "gpu_info"));
+	out->build_commit = dup_or_null(lm_jstr(first, "build_commit"));
+	out->model_filename = dup_or_null(lm_jstr(first, "model_filename"));
+	out->model_type = dup_or_null(lm_jstr(first, "model_type"));
+	out->build_number = lm_jnum(first, "build_number");
+	out->n_threads = lm_jnum(first, "n_threads");
+	out->n_gpu_layers = lm_jnum(first, "n_gpu_layers");
 	if (out->path == NULL || out->gpu_info == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 done:
@@ -648,23 +632,23 @@ done:
 static double
 fig(const cJSON *test, const char *arm, const char *k)
 {
-	return num_field(cJSON_GetObjectItemCaseSensitive(test, arm), k);
+	return lm_jnum(cJSON_GetObjectItemCaseSensitive(test, arm), k);
 }
 
 int
 bench_table_check(const cJSON *t, char *err)
 {
-	const char *f = str_field(t, "format");
+	const char *f = lm_jstr(t, "format");
 	const cJSON *tests = cJSON_GetObjectItemCaseSensitive(t, "tests"), *x;
 	int i = 0;
 
 	if (!cJSON_IsObject(t) || f == NULL || strcmp(f, BENCH_FORMAT) != 0)
 		return lm_err(err, LM_EINPUT, "not a bench table of format %s", BENCH_FORMAT);
-	if (str_field(t, "workload") == NULL || !cJSON_IsArray(tests) || cJSON_GetArraySize(tests) == 0)
+	if (lm_jstr(t, "workload") == NULL || !cJSON_IsArray(tests) || cJSON_GetArraySize(tests) == 0)
 		return lm_err(err, LM_EINPUT, "bench table without a workload or tests");
 	cJSON_ArrayForEach(x, tests) {
 		i++;
-		if (str_field(x, "test") == NULL || !(fig(x, "stock", "median") > 0) || !(fig(x, "shim", "median") > 0))
+		if (lm_jstr(x, "test") == NULL || !(fig(x, "stock", "median") > 0) || !(fig(x, "shim", "median") > 0))
 			return lm_err(err, LM_EINPUT, "bench table test %d has no name or no stock and shim medians", i);
 	}
 	return LM_OK;
@@ -680,7 +664,7 @@ bench_record(const cJSON *table, const char *vm)
 		return NULL;
 	cJSON_AddStringToObject(r, "kind", "bench");
 	add_str(r, "vm", vm);
-	add_str(r, "workload", str_field(table, "workload"));
+	add_str(r, "workload", lm_jstr(table, "workload"));
 	cJSON_AddStringToObject(r, "verdict", cJSON_IsTrue(eff) ? "effective" : cJSON_IsFalse(eff) ? "not-effective" :
 	    "unknown");
 	cJSON_AddItemToObject(r, "bench", cJSON_Duplicate(table, 1));
@@ -758,12 +742,12 @@ static int
 render_arm(lm_buf *b, const char *name, const cJSON *a)
 {
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(a, "metal");
-	const char *gpu = str_field(a, "gpu_info"), *commit = str_field(a, "build_commit");
-	double build = num_field(a, "build_number"), threads = num_field(a, "n_threads"),
-	    ngl = num_field(a, "n_gpu_layers");
+	const char *gpu = lm_jstr(a, "gpu_info"), *commit = lm_jstr(a, "build_commit");
+	double build = lm_jnum(a, "build_number"), threads = lm_jnum(a, "n_threads"),
+	    ngl = lm_jnum(a, "n_gpu_layers");
 	int rc = 0;
 
-	rc |= lm_buf_addf(b, "%-6s %s\n", name, str_field(a, "path") ? str_field(a, "path") : "");
+	rc |= lm_buf_addf(b, "%-6s %s\n", name, lm_jstr(a, "path") ? lm_jstr(a, "path") : "");
 	rc |= lm_buf_addf(b, "       gpu_info %s; llama.cpp %s", gpu ? gpu : "?", commit ? commit : "?");
 	if (isfinite(build))
 		rc |= lm_buf_addf(b, " (b%.0f)", build);
@@ -777,10 +761,10 @@ render_arm(lm_buf *b, const char *name, const cJSON *a)
 	{
 		const char *keys[] = {"simdgroup_reduction", "simdgroup_matrix_mul", "has_bfloat", "use_residency_sets"};
 		const char *labels[] = {"simdgroup reduction", "simdgroup matrix mul.", "bfloat", "residency sets"};
-		double fam = num_field(m, "apple_family");
+		double fam = lm_jnum(m, "apple_family");
 
-		rc |= lm_buf_addf(b, "       Metal (%s): %s", base(str_field(a, "stderr")),
-		    str_field(m, "gpu_name") ? str_field(m, "gpu_name") : "GPU name not printed");
+		rc |= lm_buf_addf(b, "       Metal (%s): %s", base(lm_jstr(a, "stderr")),
+		    lm_jstr(m, "gpu_name") ? lm_jstr(m, "gpu_name") : "GPU name not printed");
 		if (isfinite(fam))
 			rc |= lm_buf_addf(b, ", Apple%.0f (%.0f)", fam - 1000, fam);
 		else
@@ -804,11 +788,11 @@ render_text(lm_buf *b, const cJSON *t)
 	    *eff = cJSON_GetObjectItemCaseSensitive(t, "shim_effective");
 	int rc = 0;
 
-	rc |= lm_buf_addf(b, "%s: %s, medians of samples_ts\n\n", str_field(t, "workload"),
-	    str_field(t, "unit") ? str_field(t, "unit") : "tokens/s");
+	rc |= lm_buf_addf(b, "%s: %s, medians of samples_ts\n\n", lm_jstr(t, "workload"),
+	    lm_jstr(t, "unit") ? lm_jstr(t, "unit") : "tokens/s");
 	rc |= lm_buf_addf(b, "%-12s %-6s %10s %10s %10s %4s\n", "test", "arm", "median", "min", "max", "n");
 	cJSON_ArrayForEach(x, tests) {
-		double ratio = num_field(x, "guest_ratio"), pct = num_field(x, "shim_to_host_percent");
+		double ratio = lm_jnum(x, "guest_ratio"), pct = lm_jnum(x, "shim_to_host_percent");
 		int first = 1;
 
 		for (int a = 0; a < 3; a++) {
@@ -816,9 +800,9 @@ render_text(lm_buf *b, const cJSON *t)
 
 			if (!cJSON_IsObject(f))
 				continue;
-			rc |= lm_buf_addf(b, "%-12s %-6s %10.2f %10.2f %10.2f %4.0f\n", first ? str_field(x, "test") : "",
-			    arm_names[a], num_field(f, "median"), num_field(f, "min"), num_field(f, "max"),
-			    num_field(f, "samples"));
+			rc |= lm_buf_addf(b, "%-12s %-6s %10.2f %10.2f %10.2f %4.0f\n", first ? lm_jstr(x, "test") : "",
+			    arm_names[a], lm_jnum(f, "median"), lm_jnum(f, "min"), lm_jnum(f, "max"),
+			    lm_jnum(f, "samples"));
 			first = 0;
 		}
 		if (cJSON_IsFalse(eff))
@@ -851,7 +835,7 @@ int
 bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead, char *err)
 {
 	const cJSON *tests = cJSON_GetObjectItemCaseSensitive(table, "tests"), *x;
-	const char *workload = str_field(table, "workload"), *unit = str_field(table, "unit");
+	const char *workload = lm_jstr(table, "workload"), *unit = lm_jstr(table, "unit");
 	int rc, eff_false;
 
 	if ((rc = bench_table_check(table, err)) != LM_OK)
@@ -862,13 +846,13 @@ bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead,
 	rc = 0;
 	cJSON_ArrayForEach(x, tests) {
 		double host = fig(x, "host", "median"), stock = fig(x, "stock", "median"), shim = fig(x, "shim", "median"),
-		    ratio = eff_false ? NAN : num_field(x, "guest_ratio"), pct = num_field(x, "shim_to_host_percent");
+		    ratio = eff_false ? NAN : lm_jnum(x, "guest_ratio"), pct = lm_jnum(x, "shim_to_host_percent");
 		char a[64], b[64], c[64], d[64], e[64];
 
 		if (lead)
 			rc |= lm_buf_addf(out, "%s", lead);
 		if (form == BENCH_CSV) {
-			rc |= csv_field(out, workload, 0) | csv_field(out, str_field(x, "test"), 0);
+			rc |= csv_field(out, workload, 0) | csv_field(out, lm_jstr(x, "test"), 0);
 			rc |= csv_field(out, unit ? unit : "tokens/s", 0) | csv_num(out, host, 0) | csv_num(out, stock, 0);
 			rc |= csv_num(out, shim, 0) | csv_num(out, ratio, 0) | csv_num(out, pct, 1);
 			continue;
@@ -878,7 +862,7 @@ bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead,
 		fmt2(c, sizeof c, shim, "");
 		fmt2(d, sizeof d, ratio, "x");
 		fmt2(e, sizeof e, pct, "%");
-		rc |= md_cell(out, workload) | md_cell(out, str_field(x, "test")) | md_cell(out, a) | md_cell(out, b);
+		rc |= md_cell(out, workload) | md_cell(out, lm_jstr(x, "test")) | md_cell(out, a) | md_cell(out, b);
 		rc |= md_cell(out, c) | md_cell(out, eff_false ? "shim not effective" : d) | md_cell(out, e);
 		rc |= lm_buf_add(out, "|\n", 2);
 	}

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 int
 lm_err(char *err, int code, const char *fmt, ...)
@@ -688,4 +691,34 @@ lm_printable(char *out, size_t len, const char *s)
 	if (s[i] && len > 4)
 		memcpy(out + len - 4, "...", 4);
 	return out;
+}
+
+const char *
+lm_jstr(const cJSON *o, const char *k)
+{
+	return lm_jstr_or(o, k, NULL);
+}
+
+const char *
+lm_jstr_or(const cJSON *o, const char *k, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+double
+lm_jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const cJSON *
+lm_jobj(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsObject(v) ? v : NULL;
 }

@@ -1,4 +1,4 @@
-/* util: error buffers, whole-file I/O, atomic writes, SHA-256. No printing, no exit. */
+/* util: error buffers, whole-file I/O, atomic writes, SHA-256, the cJSON getters. No printing, no exit. */
 #ifndef LM_UTIL_H
 #define LM_UTIL_H
 
@@ -123,5 +123,17 @@ int lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, ch
  * fails (LM_EFAIL) with "ARGV0 timed out after N s", *status unset. */
 int lm_run_deadline(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, int64_t deadline_ms,
     char *err);
+
+/* The cJSON getters, the one set: o's member named k (case-sensitive; o may be NULL or not an
+ * object). Strings returned belong to o. */
+struct cJSON;
+/* Its text when it is a string, else NULL. */
+const char *lm_jstr(const struct cJSON *o, const char *k);
+/* Its text when it is a string, else dflt (e.g. "" where an absent field prints as nothing). */
+const char *lm_jstr_or(const struct cJSON *o, const char *k, const char *dflt);
+/* Its value when it is a number, else NAN. */
+double lm_jnum(const struct cJSON *o, const char *k);
+/* The member itself when it is an object, else NULL. */
+const struct cJSON *lm_jobj(const struct cJSON *o, const char *k);
 
 #endif

@@ -362,14 +362,6 @@ identity_host_digest(char out[IMAGE_DIGEST_LEN + 1], const identity_host *h, con
 	return LM_EFAIL;
 }
 
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 const char *
 identity_doc_ref(const cJSON *doc)
 {
@@ -377,9 +369,9 @@ identity_doc_ref(const cJSON *doc)
 
 	for (const cJSON *r = cJSON_IsArray(recs) ? cJSON_GetArrayItem(recs, cJSON_GetArraySize(recs) - 1) : NULL; r;
 	    r = r->prev != NULL && r->prev->next != NULL ? r->prev : NULL)
-		if (str_of(r, "image") != NULL)
-			return str_of(r, "image");
-	return str_of(cJSON_GetObjectItemCaseSensitive(doc, "key"), "image");
+		if (lm_jstr(r, "image") != NULL)
+			return lm_jstr(r, "image");
+	return lm_jstr(cJSON_GetObjectItemCaseSensitive(doc, "key"), "image");
 }
 
 int
@@ -387,10 +379,10 @@ identity_doc_is(const cJSON *doc, const char *ref)
 {
 	const cJSON *r, *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
 
-	if (str_of(key, "image") != NULL && strcmp(str_of(key, "image"), ref) == 0)
+	if (lm_jstr(key, "image") != NULL && strcmp(lm_jstr(key, "image"), ref) == 0)
 		return 1;
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records"))
-		if (str_of(r, "image") != NULL && strcmp(str_of(r, "image"), ref) == 0)
+		if (lm_jstr(r, "image") != NULL && strcmp(lm_jstr(r, "image"), ref) == 0)
 			return 1;
 	return 0;
 }

@@ -69,22 +69,14 @@ golden_registry_ok(const char *s)
 	return s[n] == '\0' || (s[n + 1] && strlen(s + n + 1) <= 5 && strspn(s + n + 1, "0123456789") == strlen(s + n + 1));
 }
 
-static const char *
-kstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 cJSON *
 golden_key(const cJSON *deploy_key, const char *digest)
 {
 	ledger_identity id = {
-		.digest = digest, .guest_os = kstr(deploy_key, "guestOS"), .guest_build = kstr(deploy_key, "guestBuild"),
-		.guest_model = kstr(deploy_key, "guestModel"), .host_chip = kstr(deploy_key, "hostChip"),
-		.host_model = kstr(deploy_key, "hostModel"), .host_os = kstr(deploy_key, "hostOS"),
-		.host_build = kstr(deploy_key, "hostBuild"),
+		.digest = digest, .guest_os = lm_jstr(deploy_key, "guestOS"), .guest_build = lm_jstr(deploy_key, "guestBuild"),
+		.guest_model = lm_jstr(deploy_key, "guestModel"), .host_chip = lm_jstr(deploy_key, "hostChip"),
+		.host_model = lm_jstr(deploy_key, "hostModel"), .host_os = lm_jstr(deploy_key, "hostOS"),
+		.host_build = lm_jstr(deploy_key, "hostBuild"),
 	};
 
 	return ledger_key_of(&id);
@@ -676,7 +668,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 	cJSON_AddItemToObject(g.r, "deploy", dep);
 	st = cJSON_GetObjectItemCaseSensitive(dep, "state")->valuestring;
 	if (strcmp(st, "deployed") != 0 && strcmp(st, "unchanged") != 0) {
-		const char *m = kstr(dep, "message");
+		const char *m = lm_jstr(dep, "message");
 		int named = strcmp(st, "validation-failed") == 0 || strcmp(st, "refused") == 0;
 
 		/* The build's state names validation-failed and refused; any other goes in the message. */
@@ -706,7 +698,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		}
 		if (rc == LM_OK && (st = cJSON_GetObjectItemCaseSensitive(val, "state")->valuestring) &&
 		    strcmp(st, "validated") != 0) {
-			const char *m = kstr(val, "message");
+			const char *m = lm_jstr(val, "message");
 
 			rc = LM_EFAIL;
 			snprintf(msg, sizeof msg, "workload validation: %s%s%s; nothing pushed", st, m ? ": " : "", m ? m : "");
@@ -834,7 +826,7 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 			goto done;
 		}
 		cJSON_AddItemToObject(g.r, "attached", att);
-		step_end(&g, "done", kstr(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(att, "artifacts"), 0), "digest"));
+		step_end(&g, "done", lm_jstr(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(att, "artifacts"), 0), "digest"));
 	}
 
 	cleanup(&g, 0);
@@ -843,7 +835,7 @@ done:
 	if (rc != LM_OK && err && *out && !cJSON_HasObjectItem(g.r, "message"))
 		lm_err(err, rc, "golden build failed");
 	else if (rc != LM_OK && err && *out)
-		lm_err(err, rc, "%s", kstr(g.r, "message"));
+		lm_err(err, rc, "%s", lm_jstr(g.r, "message"));
 	free(json);
 	cJSON_Delete(key);
 	cJSON_Delete(rec);
