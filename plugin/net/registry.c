@@ -46,16 +46,37 @@ wipe_free(char *s)
 	}
 }
 
-/* HOST[:PORT], HOST a DNS name, an IPv4 address or [IPv6]. *loopback says whether HOST is one. */
+/* A domain-name of the reference grammar: components [A-Za-z0-9] or [A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9],
+ * joined by '.'; n bytes at s. */
 static int
-registry_ok(const char *r, int *loopback)
+domain_ok(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t c = i;
+
+		while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '-'))
+			i++;
+		if (i == c || s[c] == '-' || s[i - 1] == '-')
+			return 0;
+		if (i < n && (s[i] != '.' || ++i == n))
+			return 0;
+	}
+	return n > 0;
+}
+
+int
+registry_host_ok(const char *r, int *loopback)
 {
 	const char *h = r, *end, *p;
-	char host[256];
+	char host[REGISTRY_NAME_MAX];
 	size_t hl;
 	unsigned char a[16];
+	int loop;
 
-	if (r == NULL || *r == '\0' || strlen(r) > 255)
+	/* the registry, "/" and a repository of one byte, at most: REGISTRY_NAME_MAX */
+	if (r == NULL || *r == '\0' || strlen(r) > REGISTRY_NAME_MAX - 2)
 		return 0;
 	if (*r == '[') {
 		if ((end = strchr(r, ']')) == NULL)
@@ -67,9 +88,8 @@ registry_ok(const char *r, int *loopback)
 		if (end == NULL)
 			end = r + strlen(r);
 		p = end;
-		for (const char *q = r; q < end; q++)
-			if (!(isalnum((unsigned char)*q) || *q == '.' || *q == '-'))
-				return 0;
+		if (!domain_ok(r, (size_t)(end - r)))
+			return 0;
 	}
 	hl = (size_t)(end - h);
 	if (hl == 0 || hl >= sizeof host)
@@ -89,20 +109,20 @@ registry_ok(const char *r, int *loopback)
 	if (*r == '[') {
 		if (inet_pton(AF_INET6, host, a) != 1)
 			return 0;
-		*loopback = strcmp(host, "::1") == 0;
-	} else {
-		*loopback = strcasecmp(host, "localhost") == 0 || (inet_pton(AF_INET, host, a) == 1 && a[0] == 127);
-	}
+		loop = strcmp(host, "::1") == 0;
+	} else
+		loop = strcasecmp(host, "localhost") == 0 || (inet_pton(AF_INET, host, a) == 1 && a[0] == 127);
+	if (loopback)
+		*loopback = loop;
 	return 1;
 }
 
-/* An OCI repository name: components [a-z0-9]+ joined by ".", "_", "__" or "-"+, separated by "/". */
-static int
-repo_ok(const char *s)
+int
+registry_repo_ok(const char *s)
 {
-	size_t n = strlen(s), i = 0;
+	size_t n = s ? strlen(s) : 0, i = 0;
 
-	if (n == 0 || n > 255)
+	if (n == 0 || n > REGISTRY_NAME_MAX - 2)
 		return 0;
 	for (;;) {
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
@@ -123,17 +143,39 @@ repo_ok(const char *s)
 	}
 }
 
-static int
-tag_ok(const char *s)
+int
+registry_tag_ok(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = s ? strlen(s) : 0;
 
-	if (n == 0 || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
+	if (n == 0 || n > REGISTRY_TAG_MAX || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
 			return 0;
 	return 1;
+}
+
+int
+registry_name_ok(const char *registry, const char *repo, int *loopback)
+{
+	return registry_host_ok(registry, loopback) && registry_repo_ok(repo) &&
+	    strlen(registry) + 1 + strlen(repo) <= REGISTRY_NAME_MAX;
+}
+
+/* registry_name_ok, with an error naming what is wrong. */
+static int
+name_check(const char *registry, const char *repo, int *loopback, char *err)
+{
+	if (!registry_host_ok(registry, loopback))
+		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]: %.100s", registry ? registry : "");
+	if (!registry_repo_ok(repo))
+		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
+		    registry);
+	if (!registry_name_ok(registry, repo, NULL))
+		return lm_err(err, LM_EINPUT, "registry %s: %s/%.100s... is longer than " LM_STR(REGISTRY_NAME_MAX) " bytes",
+		    registry, registry, repo);
+	return LM_OK;
 }
 
 /* What one request's headers said. */
@@ -461,7 +503,7 @@ hop_ok(const char *url, int from_loopback, char host[300])
 		if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
 			port = NULL;
 		snprintf(host, 300, "%.250s%s%.8s", hn, port ? ":" : "", port ? port : "");
-		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && from_loopback && registry_ok(host, &loop) &&
+		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && from_loopback && registry_host_ok(host, &loop) &&
 		    loop);
 	}
 	curl_free(scheme);
@@ -533,7 +575,7 @@ realm_ok(const char *url, int from_loopback)
 	for (const char *q = end; *q; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
 			return 0;
-	if (!registry_ok(host, &loop))
+	if (!registry_host_ok(host, &loop))
 		return 0;
 	return url[4] == 's' || (loop && from_loopback);
 }
@@ -648,14 +690,11 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 	out[0] = '\0';
 	if (creds != NULL && (creds->user == NULL || creds->secret == NULL || !*creds->user || !*creds->secret))
 		creds = NULL;
-	if (!registry_ok(registry, &loopback))
-		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]");
+	if ((rc = name_check(registry, repo, &loopback, err)) != LM_OK)
+		return rc;
 	c.loopback = loopback;
-	if (repo == NULL || !repo_ok(repo))
-		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
-		    registry);
-	if (tag == NULL || !tag_ok(tag))
-		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most 128)", registry);
+	if (tag == NULL || !registry_tag_ok(tag))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most " LM_STR(REGISTRY_TAG_MAX) ")", registry);
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
@@ -718,14 +757,11 @@ registry_client_new(registry_client **out, const char *registry, const char *rep
     int push, long timeout_ms, char *err)
 {
 	registry_client *c;
-	int loopback = 0;
+	int loopback = 0, rc;
 
 	*out = NULL;
-	if (!registry_ok(registry, &loopback))
-		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]: %.100s", registry ? registry : "");
-	if (repo == NULL || !repo_ok(repo))
-		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
-		    registry);
+	if ((rc = name_check(registry, repo, &loopback, err)) != LM_OK)
+		return rc;
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
@@ -875,7 +911,7 @@ registry_manifest_get(registry_client *c, const char *ref, size_t max, char **ou
 	*out = NULL;
 	*len = 0;
 	digest[0] = '\0';
-	if (!digest_ok(ref) && !tag_ok(ref))
+	if (!digest_ok(ref) && !registry_tag_ok(ref))
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
 	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
 	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK)
@@ -946,7 +982,7 @@ registry_manifest_put(registry_client *c, const char *ref, const char *media_typ
 	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
 	if (subject)
 		*subject = 0;
-	if (!digest_ok(ref) && !tag_ok(ref))
+	if (!digest_ok(ref) && !registry_tag_ok(ref))
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
 	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
 	rc = call(c, path, &bd, &h, &status, &sp, err);
@@ -973,7 +1009,7 @@ registry_tag_delete(registry_client *c, const char *tag, char *err)
 	long status;
 	int rc;
 
-	if (!tag_ok(tag))
+	if (!registry_tag_ok(tag))
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag: %.80s", c->registry, tag);
 	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, tag);
 	rc = call(c, path, &bd, &h, &status, &sp, err);

@@ -38,35 +38,11 @@ int
 golden_image_tag_ok(const char *s)
 {
 	const char *colon = s ? strchr(s, ':') : NULL;
-	size_t ilen, tlen;
+	char image[REGISTRY_NAME_MAX];
 
-	if (colon == NULL || strchr(colon + 1, ':') != NULL)
+	if (colon == NULL || lm_fmt(image, sizeof image, "%.*s", (int)(colon - s), s) != LM_OK)
 		return 0;
-	ilen = (size_t)(colon - s), tlen = strlen(colon + 1);
-	if (ilen == 0 || ilen > 200 || tlen == 0 || tlen > 128 || strchr("/.-", s[0]) || strchr(".-", colon[1]))
-		return 0;
-	if (strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._/-") != ilen)
-		return 0;
-	return strspn(colon + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == tlen;
-}
-
-int
-golden_registry_ok(const char *s)
-{
-	size_t n;
-
-	if (s == NULL || *s == '\0' || strlen(s) > 253)
-		return 0;
-	if (*s == '[') {
-		const char *close = strchr(s, ']');
-
-		return close && close > s + 1 && strspn(s + 1, "0123456789abcdefABCDEF:") == (size_t)(close - s - 1) &&
-		    close[1] == ':' && close[2] && strspn(close + 2, "0123456789") == strlen(close + 2);
-	}
-	n = strcspn(s, ":");
-	if (n == 0 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") != n || s[0] == '-')
-		return 0;
-	return s[n] == '\0' || (s[n + 1] && strlen(s + n + 1) <= 5 && strspn(s + n + 1, "0123456789") == strlen(s + n + 1));
+	return registry_repo_ok(image) && registry_tag_ok(colon + 1);
 }
 
 cJSON *
@@ -549,18 +525,18 @@ golden_build(cJSON **out, const golden_opts *o, char *err)
 		    o->source);
 	g.registry = o->registry ? o->registry : "ghcr.io";
 	g.org = o->organization ? o->organization : "trycua";
-	if (!golden_registry_ok(g.registry) || (o->pull_registry && !golden_registry_ok(o->pull_registry)))
+	if (!registry_host_ok(g.registry, NULL) || (o->pull_registry && !registry_host_ok(o->pull_registry, NULL)))
 		return lm_err(err, LM_EINPUT, "--registry: expected HOST[:PORT]");
-	if (*g.org == '\0' || strspn(g.org, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(g.org) ||
-	    strlen(g.org) > 100)
+	if (!registry_repo_ok(g.org) || strchr(g.org, '/'))
 		return lm_err(err, LM_EINPUT, "--organization: expected lowercase letters, digits, . _ -");
 	for (size_t i = 0; i < o->ntags; i++)
-		if (o->tags[i][0] == '\0' || o->tags[i][0] == '.' || o->tags[i][0] == '-' || strlen(o->tags[i]) > 128 ||
-		    strspn(o->tags[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
-		    strlen(o->tags[i]))
+		if (!registry_tag_ok(o->tags[i]))
 			return lm_err(err, LM_EINPUT, "--additional-tags: %s is not a tag", o->tags[i]);
 	colon = strchr(o->image_tag, ':');
 	snprintf(g.repo, sizeof g.repo, "%s/%.*s", g.org, (int)(colon - o->image_tag), o->image_tag);
+	if (!registry_name_ok(g.registry, g.repo, NULL))
+		return lm_err(err, LM_EINPUT, "IMAGE:TAG: %s/%.100s... is longer than %d bytes", g.registry, g.repo,
+		    REGISTRY_NAME_MAX);
 	snprintf(g.tag, sizeof g.tag, "%s", colon + 1);
 	snprintf(g.reference, sizeof g.reference, "%s/%s:%s", g.registry, g.repo, g.tag);
 	if ((rc = golden_nonce_tag(&g.pushed, err)) != LM_OK)

@@ -9,6 +9,7 @@
 #include "ops/golden.h"
 #include "core/ledger.h"
 #include "net/lume.h"
+#include "net/registry.h"
 #include "unit.h"
 #include "core/util.h"
 
@@ -31,10 +32,12 @@ main(void)
 	UNIT_OK(!golden_image_tag_ok("shim:1:2"), "two colons are refused");
 	UNIT_OK(!golden_image_tag_ok("-shim:1") && !golden_image_tag_ok("shim:-1"), "a leading - is refused");
 	UNIT_OK(!golden_image_tag_ok("shim:1 --force") && !golden_image_tag_ok("sh im:1"), "a space is refused");
-	UNIT_OK(golden_registry_ok("ghcr.io") && golden_registry_ok("127.0.0.5:5000") && golden_registry_ok("[::1]:5000"),
-	    "ghcr.io, HOST:PORT and [v6]:PORT are registries");
-	UNIT_OK(!golden_registry_ok("") && !golden_registry_ok("ghcr.io/x") && !golden_registry_ok("-r") &&
-	    !golden_registry_ok("h:p") && !golden_registry_ok("h:123456"), "a path, a flag or a bad port is not");
+	UNIT_OK(registry_host_ok("ghcr.io", NULL) && registry_host_ok("127.0.0.5:5000", NULL) &&
+	    registry_host_ok("[::1]:5000", NULL), "ghcr.io, HOST:PORT and [v6]:PORT are registries");
+	UNIT_OK(!registry_host_ok("", NULL) && !registry_host_ok("ghcr.io/x", NULL) && !registry_host_ok("-r", NULL) &&
+	    !registry_host_ok("h:p", NULL) && !registry_host_ok("h:123456", NULL), "a path, a flag or a bad port is not");
+	UNIT_OK(!golden_image_tag_ok("a..b:1") && !golden_image_tag_ok("a//b:1") && !golden_image_tag_ok("a/:1"),
+	    "an IMAGE that is no OCI repository is refused, as the registry would");
 
 	/* The key: the deploy key's facts, the pushed digest, image null, in ledger_key_of's order. */
 	{
