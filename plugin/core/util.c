@@ -340,6 +340,19 @@ lm_is_sha256(const char *s)
 	return s[64] == '\0';
 }
 
+void
+lm_digest(char out[72], const void *data, size_t len)
+{
+	memcpy(out, "sha256:", 7);
+	lm_sha256_hex(out + 7, data, len);
+}
+
+int
+lm_is_digest(const char *s)
+{
+	return s != NULL && strncmp(s, "sha256:", 7) == 0 && lm_is_sha256(s + 7);
+}
+
 char *
 lm_base64(const void *data, size_t len, int pad)
 {

@@ -102,6 +102,11 @@ int lm_unbase64(unsigned char **out, size_t *len, const char *s);
 
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
+/* True when s is an image or blob digest as this tool takes them: "sha256:" and 64 lowercase hex
+ * digits (NULL is not). */
+int lm_is_digest(const char *s);
+/* The digest of len bytes at data: "sha256:" and their SHA-256 in lowercase hex, NUL-terminated. */
+void lm_digest(char out[72], const void *data, size_t len);
 
 /* Growable byte buffer. lm_buf_free releases it; b->data is NUL-terminated when non-NULL. */
 typedef struct {

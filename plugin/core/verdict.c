@@ -23,8 +23,8 @@ verdict_statement(const char *name, const char *digest, const char *reference, c
 {
 	cJSON *s, *subj, *d, *p;
 
-	if (name == NULL || digest == NULL || key == NULL || records == NULL || strncmp(digest, "sha256:", 7) != 0 ||
-	    !lm_is_sha256(digest + 7) || (s = cJSON_CreateObject()) == NULL)
+	if (name == NULL || digest == NULL || key == NULL || records == NULL || !lm_is_digest(digest) ||
+	    (s = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddStringToObject(s, "_type", VERDICT_STATEMENT_TYPE);
 	subj = cJSON_AddArrayToObject(s, "subject");
@@ -366,7 +366,7 @@ parse_bounded(cJSON **doc, verdict_opened *o, const void *data, size_t len, cons
 	memset(o, 0, sizeof *o);
 	o->status = VERDICT_BAD;
 	*doc = NULL;
-	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !lm_is_sha256(digest + 7))
+	if (!lm_is_digest(digest))
 		return refuse(o, VERDICT_BAD, "no image digest to check the statement against");
 	if (len > VERDICT_ENVELOPE_MAX)
 		return refuse(o, VERDICT_BAD, "the %s is larger than %u bytes", what, VERDICT_ENVELOPE_MAX);

@@ -276,7 +276,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		if (!h->digest_bad) {
 			memcpy(h->digest, v, vl);
 			h->digest[vl] = '\0';
-			h->digest_bad = strncmp(h->digest, "sha256:", 7) != 0 || !lm_is_sha256(h->digest + 7);
+			h->digest_bad = !lm_is_digest(h->digest);
 		}
 	} else if ((v = header_value(buf, len, "Content-Type", &vl)) != NULL) {
 		snprintf(h->ctype, sizeof h->ctype, "%.*s", (int)(vl < sizeof h->ctype ? vl : sizeof h->ctype - 1), v);
@@ -877,12 +877,6 @@ http_err(registry_client *c, long status, const char *what, char *err)
 	return lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld for %s", c->registry, status, what);
 }
 
-static int
-digest_ok(const char *d)
-{
-	return d != NULL && strlen(d) == REGISTRY_DIGEST_LEN && strncmp(d, "sha256:", 7) == 0 && lm_is_sha256(d + 7);
-}
-
 /* Hands bd's bytes to the caller: *out NUL-terminated (caller frees), *len without the NUL. */
 static int
 take_body(body *bd, char **out, size_t *len, char *err)
@@ -902,7 +896,7 @@ int
 registry_manifest_get(registry_client *c, const char *ref, size_t max, char **out, size_t *len,
     char digest[REGISTRY_DIGEST_LEN + 1], char *err)
 {
-	char path[600], hex[65];
+	char path[600];
 	body bd = {{0}, 0, max};
 	heads h;
 	long status;
@@ -911,7 +905,7 @@ registry_manifest_get(registry_client *c, const char *ref, size_t max, char **ou
 	*out = NULL;
 	*len = 0;
 	digest[0] = '\0';
-	if (!digest_ok(ref) && !registry_tag_ok(ref))
+	if (!lm_is_digest(ref) && !registry_tag_ok(ref))
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
 	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
 	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK)
@@ -922,9 +916,8 @@ registry_manifest_get(registry_client *c, const char *ref, size_t max, char **ou
 		rc = http_err(c, status, path, err);
 		goto done;
 	}
-	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
-	if (digest_ok(ref) && strcmp(ref, digest) != 0) {
+	lm_digest(digest, bd.b.data ? bd.b.data : "", bd.b.len);
+	if (lm_is_digest(ref) && strcmp(ref, digest) != 0) {
 		rc = lm_err(err, LM_EFAIL, "registry %s answered a manifest whose digest is not %s: refused", c->registry, ref);
 		goto done;
 	}
@@ -971,18 +964,17 @@ int
 registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
     char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err)
 {
-	char path[600], hex[65];
+	char path[600];
 	sendspec sp = {"PUT", media_type, data, len, 0};
 	body bd = {{0}, 0, 4096};
 	heads h;
 	long status;
 	int rc;
 
-	lm_sha256_hex(hex, data, len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+	lm_digest(digest, data, len);
 	if (subject)
 		*subject = 0;
-	if (!digest_ok(ref) && !registry_tag_ok(ref))
+	if (!lm_is_digest(ref) && !registry_tag_ok(ref))
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
 	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
 	rc = call(c, path, &bd, &h, &status, &sp, err);
@@ -1023,15 +1015,14 @@ registry_tag_delete(registry_client *c, const char *tag, char *err)
 int
 registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1], char *err)
 {
-	char path[4096], hex[65], *loc;
+	char path[4096], *loc;
 	sendspec post = {"POST", NULL, "", 0, 0}, put = {"PUT", "application/octet-stream", data, len, 0};
 	body bd = {{0}, 0, 4096};
 	heads h;
 	long status;
 	int rc;
 
-	lm_sha256_hex(hex, data, len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+	lm_digest(digest, data, len);
 	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
 	if ((rc = call(c, path, NULL, &h, &status, NULL, err)) != LM_OK)
 		return rc;
@@ -1050,7 +1041,7 @@ registry_blob_put(registry_client *c, const void *data, size_t len, char digest[
 		loc += strlen(c->base);
 	if (strncmp(loc, "/v2/", 4) != 0 || strpbrk(loc, " \r\n#") != NULL)
 		return lm_err(err, LM_EFAIL, "registry %s sent the upload to another place: refused", c->registry);
-	if (lm_fmt(path, sizeof path, "%s%cdigest=sha256%%3A%s", loc, strchr(loc, '?') ? '&' : '?', hex) != 0)
+	if (lm_fmt(path, sizeof path, "%s%cdigest=sha256%%3A%s", loc, strchr(loc, '?') ? '&' : '?', digest + 7) != 0)
 		return lm_err(err, LM_EFAIL, "registry %s: upload URL too long", c->registry);
 	rc = call(c, path, &bd, &h, &status, &put, err);
 	lm_buf_free(&bd.b);
@@ -1073,7 +1064,7 @@ registry_blob_get(registry_client *c, const char *digest, size_t max, char **out
 
 	*out = NULL;
 	*len = 0;
-	if (!digest_ok(digest))
+	if (!lm_is_digest(digest))
 		return lm_err(err, LM_EFAIL, "registry %s: a blob digest that is not sha256: and 64 hex: refused", c->registry);
 	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
 	if ((rc = call(c, path, &bd, &h, &status, &sp, err)) != LM_OK)

@@ -52,7 +52,7 @@ verdicts_ref_parse(verdicts_ref *out, const char *ref, const verdicts_cfg *cfg, 
 	if ((at = strchr(out->repo, '@')) != NULL) {
 		snprintf(out->digest, sizeof out->digest, "%s", at + 1);
 		out->repo[at - out->repo] = '\0';
-		if (strncmp(out->digest, "sha256:", 7) != 0 || !lm_is_sha256(out->digest + 7))
+		if (!lm_is_digest(out->digest))
 			return lm_err(err, LM_EINPUT, "%s: the digest after @ is not sha256: and 64 lowercase hex", ref);
 	} else if ((colon = strrchr(out->repo, ':')) != NULL) {
 		snprintf(out->tag, sizeof out->tag, "%s", colon + 1);
@@ -277,7 +277,7 @@ read_listed(registry_client *c, const cJSON *list, const char *image_digest, con
 		at++;
 		if (form_of(e) == 0)
 			continue;
-		if (ad == NULL || strncmp(ad, "sha256:", 7) != 0 || !lm_is_sha256(ad + 7)) {
+		if (!lm_is_digest(ad)) {
 			not_read(arts, NULL, "refused", "the index lists a digest that is not sha256: and 64 hex");
 			continue;
 		}

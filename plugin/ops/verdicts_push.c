@@ -135,7 +135,7 @@ push_one(const pushing *p, const cJSON *doc, char md[REGISTRY_DIGEST_LEN + 1], i
 	const cJSON *recs = cJSON_GetObjectItemCaseSensitive(doc, "records"), *r;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
 	cJSON *st = verdict_statement(p->name, p->digest, p->reference, key, recs), *m = NULL, *layer, *ann;
-	char bd[REGISTRY_DIGEST_LEN + 1], label[LEDGER_STR_MAX + 64], title[96], *bundle = NULL, *mtext = NULL, hex[65];
+	char bd[REGISTRY_DIGEST_LEN + 1], label[LEDGER_STR_MAX + 64], title[96], *bundle = NULL, *mtext = NULL;
 	const char *created = "1970-01-01T00:00:00Z";
 	size_t blen = 0;
 	int rc;
@@ -173,8 +173,7 @@ push_one(const pushing *p, const cJSON *doc, char md[REGISTRY_DIGEST_LEN + 1], i
 	if ((mtext = cJSON_PrintUnformatted(m)) == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 	else { /* under its own digest: an artifact has no tag */
-		lm_sha256_hex(hex, mtext, strlen(mtext));
-		snprintf(md, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+		lm_digest(md, mtext, strlen(mtext));
 		rc = registry_manifest_put(p->c, md, OCI_MANIFEST, mtext, strlen(mtext), md, subject, err);
 	}
 	if (rc == LM_OK && !*subject) {

@@ -61,5 +61,16 @@ main(void)
 		    "lm_jobj: an object member, NULL for an array or a string");
 		cJSON_Delete(o);
 	}
+	{
+		char d[72];
+
+		lm_digest(d, "", 0);
+		UNIT_OK(strcmp(d, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0,
+		    "lm_digest: sha256: and the SHA-256 of the bytes");
+		UNIT_OK(lm_is_digest(d) && !lm_is_digest(d + 7) && !lm_is_digest(NULL) && !lm_is_digest("sha256:"),
+		    "lm_is_digest: a digest; not bare hex, NULL or the prefix alone");
+		d[70] = 'A';
+		UNIT_OK(!lm_is_digest(d), "lm_is_digest: not upper-case hex");
+	}
 	UNIT_DONE();
 }
