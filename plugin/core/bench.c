@@ -460,22 +460,10 @@ tri_name(bench_tri t)
 	return t == BENCH_YES ? "true" : t == BENCH_NO ? "false" : "unknown";
 }
 
-static cJSON *
-tri_json(bench_tri t)
+cJSON *
+bench_tri_json(bench_tri t)
 {
 	return t == BENCH_UNKNOWN ? cJSON_CreateNull() : cJSON_CreateBool(t == BENCH_YES);
-}
-
-static void
-add_str(cJSON *o, const char *k, const char *v)
-{
-	cJSON_AddItemToObject(o, k, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-static void
-add_num(cJSON *o, const char *k, double v)
-{
-	cJSON_AddItemToObject(o, k, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 static cJSON *
@@ -483,29 +471,29 @@ arm_json(const bench_arm *a)
 {
 	cJSON *o = cJSON_CreateObject(), *m;
 
-	add_str(o, "path", a->path);
-	add_str(o, "stderr", a->stderr_path);
-	add_str(o, "gpu_info", a->gpu_info);
-	add_str(o, "build_commit", a->build_commit);
-	add_num(o, "build_number", a->build_number);
-	add_str(o, "model_filename", a->model_filename);
-	add_str(o, "model_type", a->model_type);
-	add_num(o, "n_threads", a->n_threads);
-	add_num(o, "n_gpu_layers", a->n_gpu_layers);
+	lm_jadd_str(o, "path", a->path);
+	lm_jadd_str(o, "stderr", a->stderr_path);
+	lm_jadd_str(o, "gpu_info", a->gpu_info);
+	lm_jadd_str(o, "build_commit", a->build_commit);
+	lm_jadd_num(o, "build_number", a->build_number);
+	lm_jadd_str(o, "model_filename", a->model_filename);
+	lm_jadd_str(o, "model_type", a->model_type);
+	lm_jadd_num(o, "n_threads", a->n_threads);
+	lm_jadd_num(o, "n_gpu_layers", a->n_gpu_layers);
 	if (!a->metal.seen) {
 		cJSON_AddNullToObject(o, "metal");
 		return o;
 	}
 	m = cJSON_AddObjectToObject(o, "metal");
-	add_str(m, "gpu_name", a->metal.gpu_name[0] ? a->metal.gpu_name : NULL);
+	lm_jadd_str(m, "gpu_name", a->metal.gpu_name[0] ? a->metal.gpu_name : NULL);
 	if (a->metal.apple_family)
 		cJSON_AddNumberToObject(m, "apple_family", a->metal.apple_family);
 	else
 		cJSON_AddNullToObject(m, "apple_family");
-	cJSON_AddItemToObject(m, "simdgroup_reduction", tri_json(a->metal.simdgroup_reduction));
-	cJSON_AddItemToObject(m, "simdgroup_matrix_mul", tri_json(a->metal.simdgroup_mm));
-	cJSON_AddItemToObject(m, "has_bfloat", tri_json(a->metal.has_bfloat));
-	cJSON_AddItemToObject(m, "use_residency_sets", tri_json(a->metal.residency_sets));
+	cJSON_AddItemToObject(m, "simdgroup_reduction", bench_tri_json(a->metal.simdgroup_reduction));
+	cJSON_AddItemToObject(m, "simdgroup_matrix_mul", bench_tri_json(a->metal.simdgroup_mm));
+	cJSON_AddItemToObject(m, "has_bfloat", bench_tri_json(a->metal.has_bfloat));
+	cJSON_AddItemToObject(m, "use_residency_sets", bench_tri_json(a->metal.residency_sets));
 	return o;
 }
 
@@ -514,9 +502,9 @@ fig_json(const bench_test *t)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	add_num(o, "median", t->median);
-	add_num(o, "min", t->min);
-	add_num(o, "max", t->max);
+	lm_jadd_num(o, "median", t->median);
+	lm_jadd_num(o, "min", t->min);
+	lm_jadd_num(o, "max", t->max);
 	cJSON_AddNumberToObject(o, "samples", (double)t->nsamples);
 	return o;
 }
@@ -593,7 +581,7 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 	cJSON_AddStringToObject(t, "format", BENCH_FORMAT);
 	cJSON_AddStringToObject(t, "workload", workload);
 	cJSON_AddStringToObject(t, "unit", "tokens/s");
-	cJSON_AddItemToObject(t, "shim_effective", tri_json(shim->metal.seen ? shim->metal.simdgroup_mm : BENCH_UNKNOWN));
+	cJSON_AddItemToObject(t, "shim_effective", bench_tri_json(shim->metal.seen ? shim->metal.simdgroup_mm : BENCH_UNKNOWN));
 	o = cJSON_AddObjectToObject(t, "arms");
 	for (int a = 0; a < 3; a++)
 		if (arms[a])
@@ -611,8 +599,8 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 		cJSON_AddItemToObject(o, "stock", fig_json(st));
 		cJSON_AddItemToObject(o, "shim", fig_json(sh));
 		cJSON_AddItemToObject(o, "host", ho ? fig_json(ho) : cJSON_CreateNull());
-		add_num(o, "guest_ratio", sh->median / st->median);
-		add_num(o, "shim_to_host_percent", ho ? 100 * sh->median / ho->median : NAN);
+		lm_jadd_num(o, "guest_ratio", sh->median / st->median);
+		lm_jadd_num(o, "shim_to_host_percent", ho ? 100 * sh->median / ho->median : NAN);
 		cJSON_AddItemToArray(tests, o);
 	}
 	if (cJSON_GetObjectItemCaseSensitive(t, "tests") == NULL || cJSON_GetArraySize(tests) != (int)stock->ntests) {
@@ -663,8 +651,8 @@ bench_record(const cJSON *table, const char *vm)
 	if (r == NULL)
 		return NULL;
 	cJSON_AddStringToObject(r, "kind", "bench");
-	add_str(r, "vm", vm);
-	add_str(r, "workload", lm_jstr(table, "workload"));
+	lm_jadd_str(r, "vm", vm);
+	lm_jadd_str(r, "workload", lm_jstr(table, "workload"));
 	cJSON_AddStringToObject(r, "verdict", cJSON_IsTrue(eff) ? "effective" : cJSON_IsFalse(eff) ? "not-effective" :
 	    "unknown");
 	cJSON_AddItemToObject(r, "bench", cJSON_Duplicate(table, 1));

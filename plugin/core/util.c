@@ -735,3 +735,15 @@ lm_jobj(const cJSON *o, const char *k)
 
 	return cJSON_IsObject(v) ? v : NULL;
 }
+
+void
+lm_jadd_str(cJSON *o, const char *k, const char *v)
+{
+	cJSON_AddItemToObject(o, k, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+void
+lm_jadd_num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddItemToObject(o, k, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+}

@@ -140,5 +140,8 @@ const char *lm_jstr_or(const struct cJSON *o, const char *k, const char *dflt);
 double lm_jnum(const struct cJSON *o, const char *k);
 /* The member itself when it is an object, else NULL. */
 const struct cJSON *lm_jobj(const struct cJSON *o, const char *k);
+/* Adds member k to o: v, or null when v is NULL (lm_jadd_str) or not finite (lm_jadd_num). */
+void lm_jadd_str(struct cJSON *o, const char *k, const char *v);
+void lm_jadd_num(struct cJSON *o, const char *k, double v);
 
 #endif

@@ -29,15 +29,6 @@ static const char prep_script[] =
 static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
 static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
 
-static void
-add_num(cJSON *o, const char *k, double v)
-{
-	if (isfinite(v))
-		cJSON_AddNumberToObject(o, k, v);
-	else
-		cJSON_AddNullToObject(o, k);
-}
-
 static cJSON *
 metal_json(const bench_metal *m)
 {
@@ -51,10 +42,8 @@ metal_json(const bench_metal *m)
 		cJSON_AddNumberToObject(o, "apple_family", m->apple_family);
 	else
 		cJSON_AddNullToObject(o, "apple_family");
-	cJSON_AddItemToObject(o, "simdgroup_reduction", m->simdgroup_reduction == BENCH_UNKNOWN ? cJSON_CreateNull()
-	    : cJSON_CreateBool(m->simdgroup_reduction == BENCH_YES));
-	cJSON_AddItemToObject(o, "simdgroup_matrix_mul", m->simdgroup_mm == BENCH_UNKNOWN ? cJSON_CreateNull()
-	    : cJSON_CreateBool(m->simdgroup_mm == BENCH_YES));
+	cJSON_AddItemToObject(o, "simdgroup_reduction", bench_tri_json(m->simdgroup_reduction));
+	cJSON_AddItemToObject(o, "simdgroup_matrix_mul", bench_tri_json(m->simdgroup_mm));
 	return o;
 }
 
@@ -291,19 +280,28 @@ step_prep(vrun *w)
 	return LM_OK;
 }
 
+/* Runs an arm (argv from arm_script) into a; a failure to run it (with only_timeout, a timeout
+ * only) fails the validation, named by the arm. cmdline as run() takes it. */
+static int
+arm_exec(vrun *w, arm *a, const char *const *argv, lm_buf *cmdline, int only_timeout)
+{
+	char msg[LM_ERRLEN];
+
+	if (run(a, w->s->c, argv, cmdline) != LM_OK && (!only_timeout || strstr(a->msg, "timed out"))) {
+		snprintf(msg, sizeof msg, "llama-perplexity (%s arm): %.400s", a == &w->stock ? "stock" : "shim", a->msg);
+		return fail_state(w->r, msg);
+	}
+	return LM_OK;
+}
+
 /* 1. Stock: the perplexity, and the stock logits saved to the base file. */
 static int
 step_stock(vrun *w)
 {
 	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->lp, "-m", w->v->model, "-f", w->text, "-c", w->ctx,
 		"--chunks", w->chunks, "--kl-divergence-base", w->base, NULL};
-	char msg[LM_ERRLEN];
 
-	if (run(&w->stock, w->s->c, a, &w->cmdline) != LM_OK) {
-		snprintf(msg, sizeof msg, "llama-perplexity (stock arm): %.400s", w->stock.msg);
-		return fail_state(w->r, msg);
-	}
-	return LM_OK;
+	return arm_exec(w, &w->stock, a, &w->cmdline, 0);
 }
 
 /* The stock arm's exit, and its own errors: it exits 0 after them. */
@@ -336,13 +334,8 @@ step_shim(vrun *w)
 {
 	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->rws, w->lp, "-m", w->v->model, "-c", w->ctx,
 		"--kl-divergence-base", w->base, "--kl-divergence", NULL};
-	char msg[LM_ERRLEN];
 
-	if (run(&w->shim, w->s->c, a, NULL) != LM_OK && strstr(w->shim.msg, "timed out")) {
-		snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", w->shim.msg);
-		return fail_state(w->r, msg);
-	}
-	return LM_OK;
+	return arm_exec(w, &w->shim, a, NULL, 1);
 }
 
 /* The arms' Metal devices and the shim arm's statistics against the thresholds: w->pass. */
@@ -420,13 +413,13 @@ step_record(vrun *w)
 	const cJSON *e;
 	cJSON *th, *h;
 
-	add_num(w->val, "pplRatio", w->st.ppl_ratio);
-	add_num(w->val, "meanKld", w->st.kld_mean);
-	add_num(w->val, "kld999", w->st.kld_999);
-	add_num(w->val, "maxKld", w->st.kld_max);
-	add_num(w->val, "sameTopPercent", w->st.same_top);
-	add_num(w->val, "pplQ", w->st.ppl_q);
-	add_num(w->val, "pplBase", w->st.ppl_base);
+	lm_jadd_num(w->val, "pplRatio", w->st.ppl_ratio);
+	lm_jadd_num(w->val, "meanKld", w->st.kld_mean);
+	lm_jadd_num(w->val, "kld999", w->st.kld_999);
+	lm_jadd_num(w->val, "maxKld", w->st.kld_max);
+	lm_jadd_num(w->val, "sameTopPercent", w->st.same_top);
+	lm_jadd_num(w->val, "pplQ", w->st.ppl_q);
+	lm_jadd_num(w->val, "pplBase", w->st.ppl_base);
 	th = cJSON_AddObjectToObject(w->val, "thresholds");
 	cJSON_AddNumberToObject(th, "maxMeanKld", v->th.max_mean_kld);
 	cJSON_AddNumberToObject(th, "minSameTopPercent", v->th.min_same_top);

@@ -60,6 +60,17 @@ main(void)
 		UNIT_OK(lm_jobj(o, "o") != NULL && lm_jobj(o, "a") == NULL && lm_jobj(o, "s") == NULL,
 		    "lm_jobj: an object member, NULL for an array or a string");
 		cJSON_Delete(o);
+		o = cJSON_CreateObject();
+		lm_jadd_str(o, "s", "x");
+		lm_jadd_str(o, "n", NULL);
+		lm_jadd_num(o, "f", 1.5);
+		lm_jadd_num(o, "nan", NAN);
+		lm_jadd_num(o, "inf", INFINITY);
+		s = cJSON_PrintUnformatted(o);
+		UNIT_OK(s && strcmp(s, "{\"s\":\"x\",\"n\":null,\"f\":1.5,\"nan\":null,\"inf\":null}") == 0,
+		    "lm_jadd_str, lm_jadd_num: null for NULL and for what is not finite");
+		free((char *)s);
+		cJSON_Delete(o);
 	}
 	{
 		char d[72];
