@@ -30,6 +30,8 @@ int registry_repo_ok(const char *s);
 int registry_tag_ok(const char *s);
 /* registry_host_ok and registry_repo_ok, and REGISTRY/REPO at most REGISTRY_NAME_MAX bytes. */
 int registry_name_ok(const char *registry, const char *repo, int *loopback);
+/* registry_name_ok with an error in err naming what is wrong: LM_OK or LM_EINPUT. */
+int registry_name_check(const char *registry, const char *repo, int *loopback, char *err);
 
 /* Registry credentials. Both strings belong to the struct; registry_creds_clear wipes and frees
  * them. Never logged, never put on a command line or in an error message. */

@@ -1,5 +1,6 @@
 /* golden_int: what golden.c (the checks and the loop), golden_plan.c (each step's command) and
- * golden_steps.c (the steps) share. Not for other modules: their interface is golden.h. */
+ * golden_steps.c (the steps) share, included after ops/golden.h (its types). Not for other
+ * modules: their interface is golden.h. */
 #ifndef LM_GOLDEN_INT_H
 #define LM_GOLDEN_INT_H
 
@@ -9,7 +10,6 @@
 #include <cjson/cJSON.h>
 
 #include "core/image.h"
-#include "ops/golden.h"
 #include "ops/golden_publish.h"
 #include "ops/validate.h"
 

@@ -1,4 +1,6 @@
 /* golden_plan: each step's command, for the dry run's plan and the result (golden_int.h). */
+#include "ops/golden.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

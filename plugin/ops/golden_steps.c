@@ -1,6 +1,8 @@
 /* golden_steps: the steps of a golden build, one function each, and their table (golden_int.h).
  * A step does its one thing and says how it went; golden.c's loop starts, ends and fails them
  * all the same way, and cleans up after a failure. */
+#include "ops/golden.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
