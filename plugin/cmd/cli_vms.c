@@ -15,14 +15,6 @@
 #include "core/ledger.h"
 #include "ops/targets.h"
 
-static const char *
-str(const cJSON *o, const char *k, const char *dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
 void
 cli_image_label(char *out, size_t len, const cJSON *res)
 {
@@ -36,8 +28,8 @@ cli_image_label(char *out, size_t len, const cJSON *res)
 	if (!cJSON_IsObject(key))
 		snprintf(out, len, "unknown (not reached)");
 	else
-		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, str(in, "image", NULL)),
-		    str(key, "guestOS", "?"), str(key, "guestBuild", "?"));
+		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, lm_jstr_or(in, "image", NULL)),
+		    lm_jstr_or(key, "guestOS", "?"), lm_jstr_or(key, "guestBuild", "?"));
 }
 
 static void
@@ -70,7 +62,7 @@ differences(const cJSON *res)
 static const char *
 short_sha(char *out, size_t len, const cJSON *o, const char *k)
 {
-	const char *v = str(o, k, NULL);
+	const char *v = lm_jstr_or(o, k, NULL);
 
 	snprintf(out, len, "%.12s", v && *v ? v : "none");
 	return out;
@@ -86,7 +78,7 @@ print_status(const cJSON *res, const cJSON *st)
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(svc, "pid"), *drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
 	char cur[16], prev[16];
 
-	cli_printf("%-24s %-18s current %s, previous %s; service ", str(res, "vm", "?"), str(res, "state", "?"),
+	cli_printf("%-24s %-18s current %s, previous %s; service ", lm_jstr_or(res, "vm", "?"), lm_jstr_or(res, "state", "?"),
 	    short_sha(cur, sizeof cur, st, "current"), short_sha(prev, sizeof prev, st, "previous"));
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "loaded")))
 		printf("not loaded");
@@ -95,20 +87,20 @@ print_status(const cJSON *res, const cJSON *st)
 
 		/* What the shim left in that process (status.sh reads its state file for the pid); a
 		 * status.sh of an older release says nothing of it, and neither does this line. */
-		cli_printf("%s, pid %.0f", str(svc, "state", "loaded"), pid->valuedouble);
+		cli_printf("%s, pid %.0f", lm_jstr_or(svc, "state", "loaded"), pid->valuedouble);
 		if (cJSON_IsTrue(act))
 			printf(", shim active in it");
 		else if (cJSON_IsFalse(act))
 			cli_printf(", shim stays stock in it: %.200s",
-			    str(cJSON_GetObjectItemCaseSensitive(svc, "shim"), "reason", "no reason given"));
+			    lm_jstr_or(cJSON_GetObjectItemCaseSensitive(svc, "shim"), "reason", "no reason given"));
 		else if (cJSON_IsNull(act))
 			printf(", no shim state for it");
 	} else
-		cli_printf("%s, no pid", str(svc, "state", "loaded"));
+		cli_printf("%s, no pid", lm_jstr_or(svc, "state", "loaded"));
 	printf("; shim %s", !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "present")) ? "not set (no LaunchAgent)" :
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(la, "matches")) ? "set by its LaunchAgent" :
 	    "unknown (the LaunchAgent differs from the release's)");
-	cli_printf("; image verdict %s; drift ", str(res, "verdict", "unknown"));
+	cli_printf("; image verdict %s; drift ", lm_jstr_or(res, "verdict", "unknown"));
 	if (!cJSON_IsArray(drift) || cJSON_GetArraySize(drift) == 0)
 		printf("none");
 	for (const cJSON *it = cJSON_IsArray(drift) ? drift->child : NULL; it; it = it->next)
@@ -120,24 +112,24 @@ static void
 print_line_rest(const cJSON *res)
 {
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res, "status");
-	const char *msg = str(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
-	const cJSON *d = strcmp(str(res, "state", ""), "validation-failed") == 0 ? differences(res) : NULL;
+	const char *msg = lm_jstr_or(res, "message", ""), *see = strstr(msg, " (see shimmed.expect.differences)");
+	const cJSON *d = strcmp(lm_jstr_or(res, "state", ""), "validation-failed") == 0 ? differences(res) : NULL;
 
 	if (cJSON_IsObject(st) && cJSON_GetObjectItemCaseSensitive(res, "message") == NULL) {
 		print_status(res, st);
 		return;
 	}
 	if (d == NULL) {
-		const char *cleaned = str(cJSON_GetObjectItemCaseSensitive(res, "install"), "cleaned", "");
+		const char *cleaned = lm_jstr_or(cJSON_GetObjectItemCaseSensitive(res, "install"), "cleaned", "");
 
-		cli_printf("%-24s %-18s %s", str(res, "vm", "?"), str(res, "state", "?"), msg);
+		cli_printf("%-24s %-18s %s", lm_jstr_or(res, "vm", "?"), lm_jstr_or(res, "state", "?"), msg);
 		if (*cleaned) /* what an earlier, interrupted run left in the guest */
 			cli_printf("%scleaned up after an earlier run: %s", *msg ? "; " : "", cleaned);
 		printf("\n");
 		return;
 	}
 	/* The differences in words, not a pointer into the JSON. */
-	cli_printf("%-24s %-18s %.*s:", str(res, "vm", "?"), str(res, "state", "?"),
+	cli_printf("%-24s %-18s %.*s:", lm_jstr_or(res, "vm", "?"), lm_jstr_or(res, "state", "?"),
 	    (int)(see ? (size_t)(see - msg) : strlen(msg)), msg);
 	for (const cJSON *it = d->child; it; it = it->next)
 		cli_printf("%s %s", it == d->child ? "" : ";", cJSON_IsString(it) ? it->valuestring : "?");
@@ -180,24 +172,24 @@ print_line(const cJSON *res)
 
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "action"))) { /* --dry-run's plan */
 		char cur[16], nw[16];
-		const char *act = str(res, "action", "?");
+		const char *act = lm_jstr_or(res, "action", "?");
 
-		cli_printf("%-24s %-18s current %s, new %s: %s%s%s\n", str(res, "vm", "?"), strcmp(act, "install") == 0 ?
+		cli_printf("%-24s %-18s current %s, new %s: %s%s%s\n", lm_jstr_or(res, "vm", "?"), strcmp(act, "install") == 0 ?
 		    "would install" : strcmp(act, "unchanged") == 0 ? "unchanged" : "would be refused",
 		    short_sha(cur, sizeof cur, res, "current"), short_sha(nw, sizeof nw, res, "new"),
 		    strcmp(act, "install") == 0 ? "install" : act, strcmp(act, "unchanged") == 0 ? "" : ": ",
-		    strcmp(act, "unchanged") == 0 ? "" : str(res, "message", ""));
+		    strcmp(act, "unchanged") == 0 ? "" : lm_jstr_or(res, "message", ""));
 		return;
 	}
-	if (strcmp(str(res, "state", ""), "validated") == 0 && cJSON_IsNumber(kld) && cJSON_IsNumber(top) &&
+	if (strcmp(lm_jstr_or(res, "state", ""), "validated") == 0 && cJSON_IsNumber(kld) && cJSON_IsNumber(top) &&
 	    cJSON_IsNumber(ratio)) { /* validate: its figures */
-		cli_printf("%-24s %-18s mean KLD %.6f, same top token %.3f%%, PPL(Q)/PPL(base) %.6f\n", str(res, "vm", "?"),
+		cli_printf("%-24s %-18s mean KLD %.6f, same top token %.3f%%, PPL(Q)/PPL(base) %.6f\n", lm_jstr_or(res, "vm", "?"),
 		    "validated", kld->valuedouble, top->valuedouble, ratio->valuedouble);
 		return;
 	}
-	if (strcmp(str(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
+	if (strcmp(lm_jstr_or(res, "state", ""), "probed") == 0 && cJSON_IsObject(stock) && cJSON_IsObject(shimmed)) {
 		/* probe, side by side: the highest Apple family, threadgroup memory, the shim */
-		cli_printf("%-24s %-18s stock: ", str(res, "vm", "?"), str(res, "state", "?"));
+		cli_printf("%-24s %-18s stock: ", lm_jstr_or(res, "vm", "?"), lm_jstr_or(res, "state", "?"));
 		probe_words(stock);
 		printf(" | shimmed: ");
 		probe_words(shimmed);
@@ -286,7 +278,7 @@ show(const live *l, const cJSON *res)
 	else if (!l->doc)
 		print_line(res);
 	if (!l->json && cJSON_IsString(kn))
-		cli_error(0, "warning: %s: known hosts lines skipped: %s", str(res, "vm", "?"), kn->valuestring);
+		cli_error(0, "warning: %s: known hosts lines skipped: %s", lm_jstr_or(res, "vm", "?"), kn->valuestring);
 }
 
 /* With --order input: every result whose turn has come (all before it printed). */
@@ -325,12 +317,12 @@ progress(void *ctx, size_t i, const cJSON *res, size_t done, size_t n)
 	(void)n;
 	pthread_mutex_lock(&l->mu);
 	if (l->res[i] != NULL)
-		count(l->states, str(l->res[i], "state", "?"), -1);
+		count(l->states, lm_jstr_or(l->res[i], "state", "?"), -1);
 	if (l->input && l->res[i] != NULL && printed(l, i))
 		l->again[i] = 1;
 	cJSON_Delete(l->res[i]);
 	l->res[i] = cJSON_Duplicate(res, 1);
-	count(l->states, str(res, "state", "?"), 1);
+	count(l->states, lm_jstr_or(res, "state", "?"), 1);
 	l->done = done;
 	if (l->tty)
 		printf("\r\033[K");
@@ -540,11 +532,11 @@ print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order)
 	for (size_t i = 0; i < n; i++) {
 		cJSON *per;
 
-		count(states, str(res[i], "state", "?"), 1);
+		count(states, lm_jstr_or(res[i], "state", "?"), 1);
 		cli_image_label(img, sizeof img, res[i]);
 		if ((per = cJSON_GetObjectItemCaseSensitive(images, img)) == NULL)
 			per = cJSON_AddObjectToObject(images, img);
-		count(per, str(res[i], "state", "?"), 1);
+		count(per, lm_jstr_or(res[i], "state", "?"), 1);
 	}
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -627,7 +619,7 @@ cli_run_vms(cli_conn *c, int nvms, char **vms, int (*fn)(cJSON **, guest_target 
 		l.at[i < p.n ? p.tpos[i] : p.xpos[i - p.n]] = i;
 	for (size_t k = 0; k < all; k++)
 		cJSON_AddItemToArray(l.order, cJSON_CreateString(l.at[k] < p.n ? p.targets[l.at[k]]->name :
-		    str(p.extra[l.at[k] - p.n], "vm", "?")));
+		    lm_jstr_or(p.extra[l.at[k] - p.n], "vm", "?")));
 	l.input = c->order_input;
 	l.total = all;
 	l.targets = p.targets;

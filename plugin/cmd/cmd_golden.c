@@ -23,41 +23,33 @@ progress(void *ctx, int step, const char *state, const char *detail, int64_t ela
 	lm_buf_free(&b);
 }
 
-static const char *
-str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static void
 print_text(const cJSON *r)
 {
-	const char *st = str(r, "state"), *msg = str(r, "message");
+	const char *st = lm_jstr(r, "state"), *msg = lm_jstr(r, "message");
 	const cJSON *s;
 
-	if (str(r, "sourcePicked"))
-		cli_printf("%s\n", str(r, "sourcePicked"));
+	if (lm_jstr(r, "sourcePicked"))
+		cli_printf("%s\n", lm_jstr(r, "sourcePicked"));
 	if (strcmp(st, "planned") == 0) {
 		int i = 1;
 
-		cli_printf("plan for %s (nothing run):\n", str(r, "reference"));
+		cli_printf("plan for %s (nothing run):\n", lm_jstr(r, "reference"));
 		cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "steps"))
-			cli_printf("  %2d. %-8s %s\n", i++, str(s, "step"), str(s, "command"));
+			cli_printf("  %2d. %-8s %s\n", i++, lm_jstr(s, "step"), lm_jstr(s, "command"));
 		return;
 	}
 	if (strcmp(st, "published") == 0) {
 		char label[256];
 
-		cli_printf("published %s %s\n", str(r, "reference"), str(r, "digest"));
-		ledger_key_label(label, sizeof label, cJSON_GetObjectItemCaseSensitive(r, "key"), str(r, "reference"));
+		cli_printf("published %s %s\n", lm_jstr(r, "reference"), lm_jstr(r, "digest"));
+		ledger_key_label(label, sizeof label, cJSON_GetObjectItemCaseSensitive(r, "key"), lm_jstr(r, "reference"));
 		cli_printf("recorded: golden pass under %s\n", label);
 		return;
 	}
-	cli_printf("%s %s: %s%s%s\n", str(r, "reference"), st, msg ? msg : "",
+	cli_printf("%s %s: %s%s%s\n", lm_jstr(r, "reference"), st, msg ? msg : "",
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? "; build VM kept: " : "",
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? str(r, "build") : "");
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "kept")) ? lm_jstr(r, "build") : "");
 }
 
 /* The option table: name, argument, the id cli_getopt returns; each row's help is in the

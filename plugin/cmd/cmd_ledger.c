@@ -17,25 +17,17 @@ typedef struct {
 	cJSON *all;        /* --json: every document */
 } walk;
 
-static const char *
-s(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* The VM a golden record was built from: its "sourceVm", or in a ledger written before that
  * field, its "source" unless that is "registry" (where an imported record says where it came
  * from). "" for other records. */
 static const char *
 source_vm(const cJSON *r)
 {
-	if (strcmp(s(r, "kind"), "golden") != 0)
+	if (strcmp(lm_jstr_or(r, "kind", ""), "golden") != 0)
 		return "";
-	if (*s(r, "sourceVm") || strcmp(s(r, "source"), "registry") == 0)
-		return s(r, "sourceVm");
-	return s(r, "source");
+	if (*lm_jstr_or(r, "sourceVm", "") || strcmp(lm_jstr_or(r, "source", ""), "registry") == 0)
+		return lm_jstr_or(r, "sourceVm", "");
+	return lm_jstr_or(r, "source", "");
 }
 
 /* A CSV field, escaped as cli_printf escapes it (so it holds no newline), and quoted when it
@@ -79,30 +71,30 @@ each(const cJSON *doc, const char *path, void *ctx)
 	}
 	if (w->mode == 's')
 		cli_printf("%s  guest %s (%s) %s  host %s %s (%s)\n  %s\n", ledger_key_label(label, sizeof label, key, ref),
-		    s(key, "guestOS"), s(key, "guestBuild"), s(key, "guestModel"), s(key, "hostChip"), s(key, "hostModel"),
-		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(key, "hostBuild")) ? s(key, "hostBuild") : "build unknown",
+		    lm_jstr_or(key, "guestOS", ""), lm_jstr_or(key, "guestBuild", ""), lm_jstr_or(key, "guestModel", ""), lm_jstr_or(key, "hostChip", ""), lm_jstr_or(key, "hostModel", ""),
+		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(key, "hostBuild")) ? lm_jstr_or(key, "hostBuild", "") : "build unknown",
 		    path);
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
-		const char *verdict = *s(r, "verdict") ? s(r, "verdict") : s(r, "result");
+		const char *verdict = *lm_jstr_or(r, "verdict", "") ? lm_jstr_or(r, "verdict", "") : lm_jstr_or(r, "result", "");
 
 		const char *signer = ledger_import_field(r, "signer");
 
 		/* One VM's workload failed, not the image version (ledger_verdict skips it): said. */
-		if (strcmp(s(r, "cause"), "workload") == 0)
+		if (strcmp(lm_jstr_or(r, "cause", ""), "workload") == 0)
 			verdict = "fail:workload";
 
 		if (w->mode == 's') {
-			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%s%s%.23s%s\n", s(r, "time"), s(r, "kind"), verdict,
-			    s(r, "vm"), s(r, "payloadSha256"), s(r, "profile"), *source_vm(r) ? "  built from " : "", source_vm(r),
+			cli_printf("    %s  %-8s %-12s %-24s %.12s %s%s%s%s%.23s%s\n", lm_jstr_or(r, "time", ""), lm_jstr_or(r, "kind", ""), verdict,
+			    lm_jstr_or(r, "vm", ""), lm_jstr_or(r, "payloadSha256", ""), lm_jstr_or(r, "profile", ""), *source_vm(r) ? "  built from " : "", source_vm(r),
 			    signer ? "  from the registry, signer " : "", signer ? signer : "", signer ? "..." : "");
 			continue;
 		}
-		csv(ref ? ref : "", 0), csv(s(key, "imageDigest"), 0), csv(s(key, "guestOS"), 0);
-		csv(s(key, "guestBuild"), 0), csv(s(key, "guestModel"), 0), csv(s(key, "hostChip"), 0);
-		csv(s(key, "hostBuild"), 0), csv(s(r, "time"), 0), csv(s(r, "kind"), 0), csv(s(r, "vm"), 0);
-		csv(verdict, 0), csv(s(r, "payloadSha256"), 0), csv(s(r, "profile"), 0);
+		csv(ref ? ref : "", 0), csv(lm_jstr_or(key, "imageDigest", ""), 0), csv(lm_jstr_or(key, "guestOS", ""), 0);
+		csv(lm_jstr_or(key, "guestBuild", ""), 0), csv(lm_jstr_or(key, "guestModel", ""), 0), csv(lm_jstr_or(key, "hostChip", ""), 0);
+		csv(lm_jstr_or(key, "hostBuild", ""), 0), csv(lm_jstr_or(r, "time", ""), 0), csv(lm_jstr_or(r, "kind", ""), 0), csv(lm_jstr_or(r, "vm", ""), 0);
+		csv(verdict, 0), csv(lm_jstr_or(r, "payloadSha256", ""), 0), csv(lm_jstr_or(r, "profile", ""), 0);
 		/* The evidence columns; deploy and rollback records leave them empty (bench fills them). */
-		csv(s(r, "workload"), 0);
+		csv(lm_jstr_or(r, "workload", ""), 0);
 		for (int i = 0; i < 6; i++)
 			csv("", i == 5);
 	}
@@ -204,11 +196,11 @@ push(const cli_conn *conn, int mode, int nargs, char **args)
 		cli_print_json(out);
 	else {
 		cli_printf("pushed %d verdict artifact(s) for %s@%s, signed by %s (%s)\n",
-		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "artifacts")), s(out, "repository"),
-		    s(out, "digest"), s(out, "signer"), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "referrersApi"))
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "artifacts")), lm_jstr_or(out, "repository", ""),
+		    lm_jstr_or(out, "digest", ""), lm_jstr_or(out, "signer", ""), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "referrersApi"))
 		    ? "the registry's referrers API" : "fallback tag sha256-<digest>");
 		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts"))
-			cli_printf("  %s  %s  (%d records)\n", s(a, "digest"), s(a, "key"),
+			cli_printf("  %s  %s  (%d records)\n", lm_jstr_or(a, "digest", ""), lm_jstr_or(a, "key", ""),
 			    (int)cJSON_GetObjectItemCaseSensitive(a, "records")->valuedouble);
 	}
 	cJSON_Delete(out);
@@ -240,21 +232,21 @@ pull(const cli_conn *conn, int mode, int nargs, char **args)
 	cJSON_AddNumberToObject(out, "imported", added);
 	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts")) {
 		n++;
-		trusted += strcmp(s(a, "status"), "trusted") == 0;
+		trusted += strcmp(lm_jstr_or(a, "status", ""), "trusted") == 0;
 	}
 	if (mode == 'j')
 		cli_print_json(out);
 	else {
-		cli_printf("%s@%s: %d verdict artifact(s) (%s)\n", s(out, "repository"), s(out, "digest"), n,
+		cli_printf("%s@%s: %d verdict artifact(s) (%s)\n", lm_jstr_or(out, "repository", ""), lm_jstr_or(out, "digest", ""), n,
 		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(out, "referrersApi")) ? "referrers API" : "fallback tag");
 		cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(out, "artifacts")) {
-			cli_printf("  %.19s...  %-9s %s%s\n", s(a, "artifact"), s(a, "status"),
-			    *s(a, "signer") ? "signer " : "", s(a, "signer"));
-			if (*s(a, "reason"))
-				cli_printf("      %s\n", s(a, "reason"));
+			cli_printf("  %.19s...  %-9s %s%s\n", lm_jstr_or(a, "artifact", ""), lm_jstr_or(a, "status", ""),
+			    *lm_jstr_or(a, "signer", "") ? "signer " : "", lm_jstr_or(a, "signer", ""));
+			if (*lm_jstr_or(a, "reason", ""))
+				cli_printf("      %s\n", lm_jstr_or(a, "reason", ""));
 			cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(a, "records"))
-				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", s(r, "time"), s(r, "kind"), s(r, "verdict"), s(r, "vm"),
-				    s(r, "payloadSha256"));
+				cli_printf("      %s  %-8s %-6s %-20s %.12s\n", lm_jstr_or(r, "time", ""), lm_jstr_or(r, "kind", ""), lm_jstr_or(r, "verdict", ""), lm_jstr_or(r, "vm", ""),
+				    lm_jstr_or(r, "payloadSha256", ""));
 		}
 		cli_printf("recorded %d record(s) from trusted verdicts in %s/ledger.db%s\n", added, conn->r.state,
 		    n > trusted ? "; the others are never used by the gate" : "");
@@ -301,7 +293,7 @@ prune(const cli_conn *conn, int mode, const char *keep_flag, int dry_run, int na
 			cli_printf("  %s  %s %.0f (%s), %.0f left  %s\n", ledger_key_label(label, sizeof label,
 			    cJSON_GetObjectItemCaseSensitive(v, "key"), NULL), dry_run ? "would remove" : "removed",
 			    cJSON_GetObjectItemCaseSensitive(v, "removed")->valuedouble, kinds.data ? kinds.data : "",
-			    cJSON_GetObjectItemCaseSensitive(v, "kept")->valuedouble, s(v, "document"));
+			    cJSON_GetObjectItemCaseSensitive(v, "kept")->valuedouble, lm_jstr_or(v, "document", ""));
 			lm_buf_free(&kinds);
 		}
 	}

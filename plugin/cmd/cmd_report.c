@@ -21,22 +21,6 @@ typedef struct {
 	cJSON *unbenched;  /* and per document with a validate record only (after them on the page) */
 } walk;
 
-static const char *
-s(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double
-num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 /* A CSV field into b, escaped as cli_printf escapes it (so it holds no newline), and quoted
  * when it holds a comma or a quote. */
 static void
@@ -111,18 +95,18 @@ key_words(char *out, size_t len, const cJSON *key)
 {
 	lm_buf b = {0};
 
-	lm_buf_addf(&b, "guest macOS %s", *s(key, "guestOS") ? s(key, "guestOS") : "?");
-	if (*s(key, "guestBuild"))
-		lm_buf_addf(&b, " (%s)", s(key, "guestBuild"));
-	if (*s(key, "guestModel"))
-		lm_buf_addf(&b, ", %s", s(key, "guestModel"));
-	lm_buf_addf(&b, " · host %s", *s(key, "hostChip") ? s(key, "hostChip") : "?");
-	if (*s(key, "hostModel"))
-		lm_buf_addf(&b, ", %s", s(key, "hostModel"));
-	if (*s(key, "hostOS"))
-		lm_buf_addf(&b, ", macOS %s", s(key, "hostOS"));
-	if (*s(key, "hostBuild"))
-		lm_buf_addf(&b, " (%s)", s(key, "hostBuild"));
+	lm_buf_addf(&b, "guest macOS %s", *lm_jstr_or(key, "guestOS", "") ? lm_jstr_or(key, "guestOS", "") : "?");
+	if (*lm_jstr_or(key, "guestBuild", ""))
+		lm_buf_addf(&b, " (%s)", lm_jstr_or(key, "guestBuild", ""));
+	if (*lm_jstr_or(key, "guestModel", ""))
+		lm_buf_addf(&b, ", %s", lm_jstr_or(key, "guestModel", ""));
+	lm_buf_addf(&b, " · host %s", *lm_jstr_or(key, "hostChip", "") ? lm_jstr_or(key, "hostChip", "") : "?");
+	if (*lm_jstr_or(key, "hostModel", ""))
+		lm_buf_addf(&b, ", %s", lm_jstr_or(key, "hostModel", ""));
+	if (*lm_jstr_or(key, "hostOS", ""))
+		lm_buf_addf(&b, ", macOS %s", lm_jstr_or(key, "hostOS", ""));
+	if (*lm_jstr_or(key, "hostBuild", ""))
+		lm_buf_addf(&b, " (%s)", lm_jstr_or(key, "hostBuild", ""));
 	snprintf(out, len, "%s", b.data ? b.data : "");
 	lm_buf_free(&b);
 }
@@ -146,7 +130,7 @@ add_section(walk *w, const cJSON *doc, const char *label)
 	cJSON_AddItemToObject(sec, "bench", b ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(b, "bench"), 1) :
 	    cJSON_CreateNull());
 	if (b)
-		snprintf(sub, sizeof sub, "%s%s%s", *s(b, "vm") ? s(b, "vm") : "", *s(b, "vm") ? " at " : "", s(b, "time"));
+		snprintf(sub, sizeof sub, "%s%s%s", *lm_jstr_or(b, "vm", "") ? lm_jstr_or(b, "vm", "") : "", *lm_jstr_or(b, "vm", "") ? " at " : "", lm_jstr_or(b, "time", ""));
 	cJSON_AddStringToObject(sec, "benchWhen", b ? sub : "");
 	cJSON_AddItemToObject(sec, "validation", v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
 	cJSON_AddItemToObject(sec, "verdict", d ? cJSON_Duplicate(d, 1) : cJSON_CreateNull());
@@ -162,7 +146,7 @@ file_section(const cJSON *table, const char *const files[3])
 
 	snprintf(sub, sizeof sub, "from llama-bench files: stock %s, shim %s%s%s", files[0], files[1],
 	    files[2] ? ", host " : "", files[2] ? files[2] : "");
-	cJSON_AddStringToObject(sec, "title", s(table, "workload"));
+	cJSON_AddStringToObject(sec, "title", lm_jstr_or(table, "workload", ""));
 	cJSON_AddStringToObject(sec, "subtitle", sub);
 	cJSON_AddItemToObject(sec, "bench", cJSON_Duplicate(table, 1));
 	cJSON_AddNullToObject(sec, "validation");
@@ -185,13 +169,13 @@ each(const cJSON *doc, const char *path, void *ctx)
 	if (w->image && !ledger_doc_is(doc, w->image))
 		return 0;
 	ledger_key_label(label, sizeof label, key, ref);
-	snprintf(guest, sizeof guest, "%s (%s)", s(key, "guestOS"), s(key, "guestBuild"));
+	snprintf(guest, sizeof guest, "%s (%s)", lm_jstr_or(key, "guestOS", ""), lm_jstr_or(key, "guestBuild", ""));
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "bench"), *x;
 		lm_buf lead = {0};
 
 		n++;
-		if (strcmp(s(r, "kind"), "bench") != 0)
+		if (strcmp(lm_jstr_or(r, "kind", ""), "bench") != 0)
 			continue;
 		if (bench_table_check(t, err) != LM_OK) {
 			cJSON_Delete(recs);
@@ -209,23 +193,23 @@ each(const cJSON *doc, const char *path, void *ctx)
 				char st[32], sh[32], ho[32], ra[32], pc[32];
 				const cJSON *eff = cJSON_GetObjectItemCaseSensitive(t, "shim_effective");
 
-				cell(st, sizeof st, num(cJSON_GetObjectItemCaseSensitive(x, "stock"), "median"), "");
-				cell(sh, sizeof sh, num(cJSON_GetObjectItemCaseSensitive(x, "shim"), "median"), "");
-				cell(ho, sizeof ho, num(cJSON_GetObjectItemCaseSensitive(x, "host"), "median"), "");
-				cell(ra, sizeof ra, num(x, "guest_ratio"), "x");
-				cell(pc, sizeof pc, num(x, "shim_to_host_percent"), "%");
+				cell(st, sizeof st, lm_jnum(cJSON_GetObjectItemCaseSensitive(x, "stock"), "median"), "");
+				cell(sh, sizeof sh, lm_jnum(cJSON_GetObjectItemCaseSensitive(x, "shim"), "median"), "");
+				cell(ho, sizeof ho, lm_jnum(cJSON_GetObjectItemCaseSensitive(x, "host"), "median"), "");
+				cell(ra, sizeof ra, lm_jnum(x, "guest_ratio"), "x");
+				cell(pc, sizeof pc, lm_jnum(x, "shim_to_host_percent"), "%");
 				cli_bprintf(&w->out, "%-40s %-18s %-20s %-12s %-24s %-12s %10s %10s %10s %10s %9s\n", label,
-				    guest, s(r, "time"), *s(r, "vm") ? s(r, "vm") : "-", s(t, "workload"), s(x, "test"), st, sh, ho,
+				    guest, lm_jstr_or(r, "time", ""), *lm_jstr_or(r, "vm", "") ? lm_jstr_or(r, "vm", "") : "-", lm_jstr_or(t, "workload", ""), lm_jstr_or(x, "test", ""), st, sh, ho,
 				    cJSON_IsFalse(eff) ? "no effect" : ra, pc);
 			}
 			continue;
 		}
 		if (w->form == FORM_CSV) {
-			csv(&lead, ref ? ref : ""), csv(&lead, s(key, "imageDigest")), csv(&lead, s(key, "guestOS"));
-			csv(&lead, s(key, "guestBuild")), csv(&lead, s(key, "hostChip")), csv(&lead, s(key, "hostBuild"));
-			csv(&lead, s(r, "time")), csv(&lead, s(r, "vm"));
+			csv(&lead, ref ? ref : ""), csv(&lead, lm_jstr_or(key, "imageDigest", "")), csv(&lead, lm_jstr_or(key, "guestOS", ""));
+			csv(&lead, lm_jstr_or(key, "guestBuild", "")), csv(&lead, lm_jstr_or(key, "hostChip", "")), csv(&lead, lm_jstr_or(key, "hostBuild", ""));
+			csv(&lead, lm_jstr_or(r, "time", "")), csv(&lead, lm_jstr_or(r, "vm", ""));
 		} else {
-			md(&lead, label), md(&lead, guest), md(&lead, s(r, "time")), md(&lead, s(r, "vm"));
+			md(&lead, label), md(&lead, guest), md(&lead, lm_jstr_or(r, "time", "")), md(&lead, lm_jstr_or(r, "vm", ""));
 		}
 		if (lead.data == NULL || bench_render(&w->out, t, w->form == FORM_CSV ? BENCH_CSV : BENCH_MARKDOWN, lead.data,
 		    err) != LM_OK) {

@@ -25,14 +25,6 @@ show_progress(void *ctx, const char *vm, const char *arm, const char *phase, dou
 	lm_buf_free(&b);
 }
 
-static double
-num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 static const char *
 metal_line(char *out, size_t len, const cJSON *m)
 {
@@ -56,13 +48,13 @@ print_text(const cJSON *res)
 	char a[96], b[96];
 
 	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(val, "meanKld"))) {
-		cli_printf("  mean KLD        %.6f  (at most %g)\n", num(val, "meanKld"),
-		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxMeanKld"));
-		cli_printf("  99.9%% KLD       %.6f\n", num(val, "kld999"));
-		cli_printf("  same top token  %.3f%%  (at least %g%%)\n", num(val, "sameTopPercent"),
-		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "minSameTopPercent"));
-		cli_printf("  PPL(Q)/PPL(base) %.6f  (within %g of 1)\n", num(val, "pplRatio"),
-		    num(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxPplRatioDeviation"));
+		cli_printf("  mean KLD        %.6f  (at most %g)\n", lm_jnum(val, "meanKld"),
+		    lm_jnum(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxMeanKld"));
+		cli_printf("  99.9%% KLD       %.6f\n", lm_jnum(val, "kld999"));
+		cli_printf("  same top token  %.3f%%  (at least %g%%)\n", lm_jnum(val, "sameTopPercent"),
+		    lm_jnum(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "minSameTopPercent"));
+		cli_printf("  PPL(Q)/PPL(base) %.6f  (within %g of 1)\n", lm_jnum(val, "pplRatio"),
+		    lm_jnum(cJSON_GetObjectItemCaseSensitive(val, "thresholds"), "maxPplRatioDeviation"));
 	}
 	if (cJSON_IsObject(val)) {
 		cli_printf("  stock arm: %s\n", metal_line(a, sizeof a, cJSON_GetObjectItemCaseSensitive(val, "stockMetal")));

@@ -6,22 +6,6 @@
 #include "cmd/cli.h"
 #include "cmd/render.h"
 
-const char *
-render_str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-double
-render_num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 void
 render_put(lm_buf *doc)
 {

@@ -21,10 +21,6 @@
 /* The documents --format names beside json and text (cli_conn_format: which command makes which). */
 typedef enum { RENDER_NONE = 0, RENDER_JUNIT, RENDER_OPENMETRICS } render_doc;
 
-/* o's string k, or NULL; its number k, or NAN: what the renderers read of a result. */
-const char *render_str(const cJSON *o, const char *k);
-double render_num(const cJSON *o, const char *k);
-
 /* Writes a rendered document to stdout and frees it (main's output, in cmd/). */
 void render_put(lm_buf *doc);
 

@@ -88,12 +88,12 @@ static const char *const arm_words[3] = {"stock", "shim", "bare metal"};
 static void
 chart(lm_buf *out, const cJSON *test, int effective)
 {
-	const char *name = render_str(test, "test") ? render_str(test, "test") : "?";
+	const char *name = lm_jstr(test, "test") ? lm_jstr(test, "test") : "?";
 	double v[3], max = 0;
 	int k, shown = 0;
 
 	for (k = 0; k < 3; k++) {
-		v[k] = render_num(cJSON_GetObjectItemCaseSensitive(test, arm_names[k]), "median");
+		v[k] = lm_jnum(cJSON_GetObjectItemCaseSensitive(test, arm_names[k]), "median");
 		if (isfinite(v[k]) && v[k] > max)
 			max = v[k];
 	}
@@ -131,11 +131,11 @@ chart(lm_buf *out, const cJSON *test, int effective)
 		RENDER_LIT(out, " · shim not effective");
 	else {
 		RENDER_LIT(out, " · <strong class=\"speedup\">");
-		fig(out, render_num(test, "guest_ratio"), "×");
+		fig(out, lm_jnum(test, "guest_ratio"), "×");
 		RENDER_LIT(out, "</strong> the stock guest");
-		if (isfinite(render_num(test, "shim_to_host_percent"))) {
+		if (isfinite(lm_jnum(test, "shim_to_host_percent"))) {
 			RENDER_LIT(out, " · ");
-			fig(out, render_num(test, "shim_to_host_percent"), "%");
+			fig(out, lm_jnum(test, "shim_to_host_percent"), "%");
 			RENDER_LIT(out, " of bare metal");
 		}
 	}
@@ -150,22 +150,22 @@ bench(lm_buf *out, const cJSON *t, const char *when)
 	int effective = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(t, "shim_effective"));
 
 	RENDER_LIT(out, "<h3>llama-bench, tokens per second (median)</h3>\n<p class=\"sub\">");
-	html(out, render_str(t, "workload"));
+	html(out, lm_jstr(t, "workload"));
 	if (when) {
 		RENDER_LIT(out, " · ");
 		html(out, when);
 	}
 	for (int k = 0; k < 3; k++) {
 		const cJSON *a = cJSON_GetObjectItemCaseSensitive(arms, arm_names[k]);
-		const char *gpu = render_str(cJSON_GetObjectItemCaseSensitive(a, "metal"), "gpu_name");
+		const char *gpu = lm_jstr(cJSON_GetObjectItemCaseSensitive(a, "metal"), "gpu_name");
 
 		if (!cJSON_IsObject(a))
 			continue;
 		lm_buf_addf(out, "<br><i class=\"key %s\"></i>%s: ", arm_names[k], arm_words[k]);
-		html(out, gpu ? gpu : render_str(a, "gpu_info"));
+		html(out, gpu ? gpu : lm_jstr(a, "gpu_info"));
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "metal"),
 		    "apple_family")))
-			lm_buf_addf(out, ", Apple family %.0f", render_num(cJSON_GetObjectItemCaseSensitive(a, "metal"), "apple_family"));
+			lm_buf_addf(out, ", Apple family %.0f", lm_jnum(cJSON_GetObjectItemCaseSensitive(a, "metal"), "apple_family"));
 	}
 	RENDER_LIT(out, "</p>\n<div class=\"charts\">\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "tests"))
@@ -200,8 +200,8 @@ validation(lm_buf *out, const cJSON *rec)
 {
 	const cJSON *val = cJSON_GetObjectItemCaseSensitive(rec, "validation"), *r;
 	const cJSON *th = cJSON_GetObjectItemCaseSensitive(val, "thresholds");
-	double kld = render_num(val, "meanKld"), maxk = render_num(th, "maxMeanKld");
-	double dev = render_num(th, "maxPplRatioDeviation");
+	double kld = lm_jnum(val, "meanKld"), maxk = lm_jnum(th, "maxMeanKld");
+	double dev = lm_jnum(th, "maxPplRatioDeviation");
 
 	RENDER_LIT(out, "<h3>Validation: llama-perplexity, stock against shim</h3>\n");
 	if (!cJSON_IsObject(rec)) {
@@ -209,18 +209,18 @@ validation(lm_buf *out, const cJSON *rec)
 		return;
 	}
 	RENDER_LIT(out, "<p class=\"sub\">");
-	html(out, render_str(rec, "time"));
+	html(out, lm_jstr(rec, "time"));
 	RENDER_LIT(out, " · verdict ");
-	html(out, render_str(rec, "verdict"));
-	if (render_str(rec, "vm")) {
+	html(out, lm_jstr(rec, "verdict"));
+	if (lm_jstr(rec, "vm")) {
 		RENDER_LIT(out, " · on ");
-		html(out, render_str(rec, "vm"));
+		html(out, lm_jstr(rec, "vm"));
 	}
 	RENDER_LIT(out, "</p>\n<table>\n");
 	gauge_row(out, "mean KLD", kld, maxk, 1, fmax(2 * maxk, isfinite(kld) ? kld * 1.1 : 0), "");
-	gauge_row(out, "same top token", render_num(val, "sameTopPercent"), render_num(th, "minSameTopPercent"), 0, 100, "%");
-	gauge_row(out, "|PPL(Q)/PPL(base) - 1|", fabs(render_num(val, "pplRatio") - 1), dev, 1, fmax(2 * dev, isfinite(
-	    render_num(val, "pplRatio")) ? fabs(render_num(val, "pplRatio") - 1) * 1.1 : 0), "");
+	gauge_row(out, "same top token", lm_jnum(val, "sameTopPercent"), lm_jnum(th, "minSameTopPercent"), 0, 100, "%");
+	gauge_row(out, "|PPL(Q)/PPL(base) - 1|", fabs(lm_jnum(val, "pplRatio") - 1), dev, 1, fmax(2 * dev, isfinite(
+	    lm_jnum(val, "pplRatio")) ? fabs(lm_jnum(val, "pplRatio") - 1) * 1.1 : 0), "");
 	RENDER_LIT(out, "</table>\n");
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "reasons")) > 0) {
 		RENDER_LIT(out, "<ul>");
@@ -238,23 +238,23 @@ section(lm_buf *out, const cJSON *s)
 {
 	const cJSON *verdict = cJSON_GetObjectItemCaseSensitive(s, "verdict");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "bench");
-	const char *v = render_str(verdict, "verdict");
+	const char *v = lm_jstr(verdict, "verdict");
 
 	if (v == NULL || (strcmp(v, "pass") != 0 && strcmp(v, "fail") != 0))
 		v = "unrecorded";
 	RENDER_LIT(out, "<section>\n<h2>");
-	html(out, render_str(s, "title"));
+	html(out, lm_jstr(s, "title"));
 	lm_buf_addf(out, "</h2><span class=\"verdict %s\" data-verdict=\"%s\">verdict %s</span>\n<p class=\"sub\">", v, v, v);
-	html(out, render_str(s, "subtitle"));
+	html(out, lm_jstr(s, "subtitle"));
 	if (cJSON_IsObject(verdict)) {
 		RENDER_LIT(out, " · verdict from ");
-		html(out, render_str(verdict, "kind"));
+		html(out, lm_jstr(verdict, "kind"));
 		RENDER_LIT(out, " ");
-		html(out, render_str(verdict, "time"));
+		html(out, lm_jstr(verdict, "time"));
 	}
 	RENDER_LIT(out, "</p>\n");
 	if (cJSON_IsObject(t))
-		bench(out, t, render_str(s, "benchWhen"));
+		bench(out, t, lm_jstr(s, "benchWhen"));
 	else
 		RENDER_LIT(out, "<h3>llama-bench</h3>\n<p class=\"sub\">No bench recorded.</p>\n");
 	validation(out, cJSON_GetObjectItemCaseSensitive(s, "validation"));

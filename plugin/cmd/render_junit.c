@@ -21,14 +21,14 @@ enum { T_PASS, T_FAIL, T_ERROR, T_SKIP };
 static const char *
 field(const cJSON *o, const char *k, const char *dflt)
 {
-	return render_str(o, k) ? render_str(o, k) : dflt;
+	return lm_jstr(o, k) ? lm_jstr(o, k) : dflt;
 }
 
 /* o's number k over scale (seconds of "seconds", of "ms" at 1000), or 0. */
 static double
 secs(const cJSON *o, const char *k, double scale)
 {
-	double v = render_num(o, k);
+	double v = lm_jnum(o, k);
 
 	return v > 0 ? v / scale : 0;
 }
@@ -140,7 +140,7 @@ why(lm_buf *b, const cJSON *r)
 	if (!cJSON_IsObject(sh))
 		sh = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "install"), "shimmed");
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-		line(b, fields[i], render_str(r, fields[i]));
+		line(b, fields[i], lm_jstr(r, fields[i]));
 	list_line(b, "differences", cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sh, "expect"),
 	    "differences"), "; ");
 	list_line(b, "drift", cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "status"), "drift"),
@@ -228,7 +228,7 @@ distinct(lm_buf *b, cJSON *const *res, const int *in, size_t n, int g, const cha
 {
 	for (size_t i = 0; i < n; i++) {
 		const cJSON *o = outer ? cJSON_GetObjectItemCaseSensitive(res[i], outer) : res[i];
-		const char *v = in[i] == g ? render_str(o, k) : NULL;
+		const char *v = in[i] == g ? lm_jstr(o, k) : NULL;
 
 		if (v && *v && (b->data == NULL || strstr(b->data, v) == NULL))
 			lm_buf_addf(b, "%s%s", b->len ? " " : "", v);
@@ -272,13 +272,13 @@ vms_suite(lm_buf *out, const char *cmd, cJSON *const *res, const int *in, size_t
 	suite_open(out, cmd, name.data, g, &t, started);
 	property(out, "imageVersion", label);
 	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-		property(out, keys[k], render_str(key, keys[k]));
+		property(out, keys[k], lm_jstr(key, keys[k]));
 	distinct_property(out, "payload", res, in, n, g, NULL, "sha256");
 	distinct_property(out, "release", res, in, n, g, "status", "current");
 	RENDER_LIT(out, "    </properties>\n");
 	for (size_t i = 0; i < n; i++) {
 		const char *st = field(res[i], "state", "failed"), *vm = field(res[i], "vm", "?");
-		const char *msg = render_str(res[i], "message");
+		const char *msg = lm_jstr(res[i], "message");
 
 		if (in[i] != g)
 			continue;
@@ -351,8 +351,8 @@ render_junit_golden(lm_buf *out, const cJSON *g, time_t started)
 	RENDER_LIT(out, HEAD);
 	suite_open(out, "golden", name.data, 0, &t, started);
 	for (size_t k = 0; k < sizeof props / sizeof props[0]; k++)
-		property(out, props[k][0], render_str(g, props[k][1]));
-	property(out, "payload", render_str(dep, "sha256"));
+		property(out, props[k][0], lm_jstr(g, props[k][1]));
+	property(out, "payload", lm_jstr(dep, "sha256"));
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(dep, "key")))
 		property(out, "imageVersion", (cli_image_label(label, sizeof label, dep), label));
 	RENDER_LIT(out, "    </properties>\n");
@@ -363,9 +363,9 @@ render_junit_golden(lm_buf *out, const cJSON *g, time_t started)
 		    cJSON_GetObjectItemCaseSensitive(g, "validate") : NULL;
 
 		testcase(out, step, "lume-metal.golden", secs(s, "ms", 1000), step_outcome(s), r ? r : s,
-		    field(s, "state", "failed"), field(s, "message", render_str(s, "command")));
+		    field(s, "state", "failed"), field(s, "message", lm_jstr(s, "command")));
 	}
-	suite_close(out, field(g, "message", render_str(g, "state")));
+	suite_close(out, field(g, "message", lm_jstr(g, "state")));
 	lm_buf_free(&name);
 	return RENDER_LIT(out, TAIL);
 }

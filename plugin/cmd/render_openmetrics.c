@@ -12,14 +12,6 @@
 #include "cmd/cli.h"
 #include "cmd/render.h"
 
-static const cJSON *
-obj(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsObject(v) ? v : NULL;
-}
-
 /* Label escaping, the one place: s made clean (render_clean, newlines kept), at most
  * RENDER_LABEL_MAX bytes (a longer value keeps its first bytes, then "..." and 12 hex digits of
  * the SHA-256 of the whole value, so two long names stay two series), then backslash, double
@@ -113,13 +105,13 @@ epoch(const char *t)
 static void
 vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 {
-	const cJSON *st = obj(r, "status"), *svc = obj(st, "service"), *n;
-	const char *cur = render_str(st, "current"), *prev = render_str(st, "previous");
-	const char *vp = render_str(r, "latestPayload"), *verdict = render_str(r, "verdict");
+	const cJSON *st = lm_jobj(r, "status"), *svc = lm_jobj(st, "service"), *n;
+	const char *cur = lm_jstr(st, "current"), *prev = lm_jstr(st, "previous");
+	const char *vp = lm_jstr(r, "latestPayload"), *verdict = lm_jstr(r, "verdict");
 	char img[600];
 
 	if (f == F_STATE) {
-		const char *kv[] = {"state", render_str(r, "state") ? render_str(r, "state") : "failed", NULL};
+		const char *kv[] = {"state", lm_jstr(r, "state") ? lm_jstr(r, "state") : "failed", NULL};
 
 		sample(out, family[f][0], vm, kv, 1);
 	} else if (f == F_UP)
@@ -130,7 +122,7 @@ vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 		sample(out, family[f][0], vm, NULL, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "shimActive")));
 	else if (f == F_RUNNING)
 		sample(out, family[f][0], vm, NULL, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "loaded")) &&
-		    render_str(svc, "state") && strcmp(render_str(svc, "state"), "running") == 0);
+		    lm_jstr(svc, "state") && strcmp(lm_jstr(svc, "state"), "running") == 0);
 	else if (f == F_DRIFT)
 		sample(out, family[f][0], vm, NULL, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "driftDetected")));
 	else if (f == F_DRIFT_FILES)
@@ -140,15 +132,15 @@ vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 
 		sample(out, family[f][0], vm, kv, 1);
 	} else if (f == F_BEHIND) {
-		if (render_str(r, "latestVerdict") && strcmp(render_str(r, "latestVerdict"), "pass") == 0 && vp)
+		if (lm_jstr(r, "latestVerdict") && strcmp(lm_jstr(r, "latestVerdict"), "pass") == 0 && vp)
 			sample(out, family[f][0], vm, NULL, cur == NULL || strcmp(cur, vp) != 0);
 	} else if (f == F_VERDICT && verdict) {
 		const char *kv[] = {"image", img, "verdict", verdict, NULL};
 
 		cli_image_label(img, sizeof img, r);
 		sample(out, family[f][0], vm, kv, 1);
-	} else if (f == F_CHECKED && epoch(render_str(r, "time")) >= 0)
-		sample(out, family[f][0], vm, NULL, epoch(render_str(r, "time")));
+	} else if (f == F_CHECKED && epoch(lm_jstr(r, "time")) >= 0)
+		sample(out, family[f][0], vm, NULL, epoch(lm_jstr(r, "time")));
 	else if (f == F_DURATION && cJSON_IsNumber(n = cJSON_GetObjectItemCaseSensitive(r, "seconds")))
 		sample(out, family[f][0], vm, NULL, n->valuedouble);
 }
@@ -167,7 +159,7 @@ render_openmetrics_status(lm_buf *out, cJSON *const *res, size_t n)
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		label_value(&names[i], render_str(res[i], "vm") ? render_str(res[i], "vm") : "?");
+		label_value(&names[i], lm_jstr(res[i], "vm") ? lm_jstr(res[i], "vm") : "?");
 		v[i] = (lm_name_at){names[i].data ? names[i].data : "", i};
 	}
 	/* A series is its labels: a VM named twice (or two names alike once bounded) would be two
@@ -180,10 +172,10 @@ render_openmetrics_status(lm_buf *out, cJSON *const *res, size_t n)
 		lm_buf_addf(out, "# HELP %s %s\n# TYPE %s gauge\n", family[f][0], family[f][1], family[f][0]);
 		for (size_t i = 0; i < n; i++)
 			if (!dup[i])
-				vm_sample(out, f, res[i], render_str(res[i], "vm") ? render_str(res[i], "vm") : "?");
+				vm_sample(out, f, res[i], lm_jstr(res[i], "vm") ? lm_jstr(res[i], "vm") : "?");
 	}
 	for (size_t i = 0; i < n; i++) {
-		const char *s = render_str(res[i], "state") ? render_str(res[i], "state") : "failed";
+		const char *s = lm_jstr(res[i], "state") ? lm_jstr(res[i], "state") : "failed";
 		cJSON *c = cJSON_GetObjectItemCaseSensitive(states, s);
 
 		if (dup[i])

@@ -100,9 +100,7 @@ add_bool(lm_buf *b, const manifest_workload *w, const char *field, const char *k
 static int
 add_str(lm_buf *b, const manifest_workload *w, const char *field, const char *key, const char *dflt)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(w->json, field);
-
-	return add_key(b, "\t", key) || add_string(b, "\t", cJSON_IsString(v) ? v->valuestring : dflt);
+	return add_key(b, "\t", key) || add_string(b, "\t", lm_jstr_or(w->json, field, dflt));
 }
 
 /* A workload integer field, or dflt when it is absent, as an <integer>. */

@@ -109,22 +109,6 @@ parse_error(const char *text, size_t len, const char *at, const char *name, char
 	return lm_err(err, LM_EINPUT, "%s: not valid JSON at line %zu", name, line);
 }
 
-static const char *
-str_field(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double
-num_field(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 /* A whole number field >= 0 (absent: dflt when dflt >= 0). */
 static int
 count_field(int *out, const cJSON *row, const char *k, int dflt, const char *name, int i, char *err)
@@ -166,7 +150,7 @@ parse_row(bench_test *t, const cJSON *row, const char *name, int i, int min_samp
 	if (lm_fmt(t->name, sizeof t->name, "%s%d", t->n_prompt ? "pp" : "tg", t->n_prompt ? t->n_prompt : t->n_gen) ||
 	    (t->n_depth && lm_fmt(t->name + strlen(t->name), sizeof t->name - strlen(t->name), "@d%d", t->n_depth)))
 		return lm_err(err, LM_EINPUT, "%s: row %d: test name too long", name, i);
-	gpu = str_field(row, "gpu_info");
+	gpu = lm_jstr(row, "gpu_info");
 	if (gpu == NULL || *gpu == '\0')
 		return lm_err(err, LM_EINPUT, "%s: row %d (%s): gpu_info is %s: llama-bench saw no Metal device", name, i,
 		    t->name, gpu ? "empty" : "missing");
@@ -298,13 +282,13 @@ bench_parse_json(bench_arm *out, const char *text, size_t len, const char *name,
 	}
 	first = cJSON_GetArrayItem(doc, 0);
 	out->path = strdup(name);
-	out->gpu_info = dup_or_null(str_field(first, "gpu_info"));
-	out->build_commit = dup_or_null(str_field(first, "build_commit"));
-	out->model_filename = dup_or_null(str_field(first, "model_filename"));
-	out->model_type = dup_or_null(str_field(first, "model_type"));
-	out->build_number = num_field(first, "build_number");
-	out->n_threads = num_field(first, "n_threads");
-	out->n_gpu_layers = num_field(first, "n_gpu_layers");
+	out->gpu_info = dup_or_null(lm_jstr(first, "gpu_info"));
+	out->build_commit = dup_or_null(lm_jstr(first, "build_commit"));
+	out->model_filename = dup_or_null(lm_jstr(first, "model_filename"));
+	out->model_type = dup_or_null(lm_jstr(first, "model_type"));
+	out->build_number = lm_jnum(first, "build_number");
+	out->n_threads = lm_jnum(first, "n_threads");
+	out->n_gpu_layers = lm_jnum(first, "n_gpu_layers");
 	if (out->path == NULL || out->gpu_info == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 done:
@@ -476,22 +460,10 @@ tri_name(bench_tri t)
 	return t == BENCH_YES ? "true" : t == BENCH_NO ? "false" : "unknown";
 }
 
-static cJSON *
-tri_json(bench_tri t)
+cJSON *
+bench_tri_json(bench_tri t)
 {
 	return t == BENCH_UNKNOWN ? cJSON_CreateNull() : cJSON_CreateBool(t == BENCH_YES);
-}
-
-static void
-add_str(cJSON *o, const char *k, const char *v)
-{
-	cJSON_AddItemToObject(o, k, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-static void
-add_num(cJSON *o, const char *k, double v)
-{
-	cJSON_AddItemToObject(o, k, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 static cJSON *
@@ -499,29 +471,29 @@ arm_json(const bench_arm *a)
 {
 	cJSON *o = cJSON_CreateObject(), *m;
 
-	add_str(o, "path", a->path);
-	add_str(o, "stderr", a->stderr_path);
-	add_str(o, "gpu_info", a->gpu_info);
-	add_str(o, "build_commit", a->build_commit);
-	add_num(o, "build_number", a->build_number);
-	add_str(o, "model_filename", a->model_filename);
-	add_str(o, "model_type", a->model_type);
-	add_num(o, "n_threads", a->n_threads);
-	add_num(o, "n_gpu_layers", a->n_gpu_layers);
+	lm_jadd_str(o, "path", a->path);
+	lm_jadd_str(o, "stderr", a->stderr_path);
+	lm_jadd_str(o, "gpu_info", a->gpu_info);
+	lm_jadd_str(o, "build_commit", a->build_commit);
+	lm_jadd_num(o, "build_number", a->build_number);
+	lm_jadd_str(o, "model_filename", a->model_filename);
+	lm_jadd_str(o, "model_type", a->model_type);
+	lm_jadd_num(o, "n_threads", a->n_threads);
+	lm_jadd_num(o, "n_gpu_layers", a->n_gpu_layers);
 	if (!a->metal.seen) {
 		cJSON_AddNullToObject(o, "metal");
 		return o;
 	}
 	m = cJSON_AddObjectToObject(o, "metal");
-	add_str(m, "gpu_name", a->metal.gpu_name[0] ? a->metal.gpu_name : NULL);
+	lm_jadd_str(m, "gpu_name", a->metal.gpu_name[0] ? a->metal.gpu_name : NULL);
 	if (a->metal.apple_family)
 		cJSON_AddNumberToObject(m, "apple_family", a->metal.apple_family);
 	else
 		cJSON_AddNullToObject(m, "apple_family");
-	cJSON_AddItemToObject(m, "simdgroup_reduction", tri_json(a->metal.simdgroup_reduction));
-	cJSON_AddItemToObject(m, "simdgroup_matrix_mul", tri_json(a->metal.simdgroup_mm));
-	cJSON_AddItemToObject(m, "has_bfloat", tri_json(a->metal.has_bfloat));
-	cJSON_AddItemToObject(m, "use_residency_sets", tri_json(a->metal.residency_sets));
+	cJSON_AddItemToObject(m, "simdgroup_reduction", bench_tri_json(a->metal.simdgroup_reduction));
+	cJSON_AddItemToObject(m, "simdgroup_matrix_mul", bench_tri_json(a->metal.simdgroup_mm));
+	cJSON_AddItemToObject(m, "has_bfloat", bench_tri_json(a->metal.has_bfloat));
+	cJSON_AddItemToObject(m, "use_residency_sets", bench_tri_json(a->metal.residency_sets));
 	return o;
 }
 
@@ -530,9 +502,9 @@ fig_json(const bench_test *t)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	add_num(o, "median", t->median);
-	add_num(o, "min", t->min);
-	add_num(o, "max", t->max);
+	lm_jadd_num(o, "median", t->median);
+	lm_jadd_num(o, "min", t->min);
+	lm_jadd_num(o, "max", t->max);
 	cJSON_AddNumberToObject(o, "samples", (double)t->nsamples);
 	return o;
 }
@@ -609,7 +581,7 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 	cJSON_AddStringToObject(t, "format", BENCH_FORMAT);
 	cJSON_AddStringToObject(t, "workload", workload);
 	cJSON_AddStringToObject(t, "unit", "tokens/s");
-	cJSON_AddItemToObject(t, "shim_effective", tri_json(shim->metal.seen ? shim->metal.simdgroup_mm : BENCH_UNKNOWN));
+	cJSON_AddItemToObject(t, "shim_effective", bench_tri_json(shim->metal.seen ? shim->metal.simdgroup_mm : BENCH_UNKNOWN));
 	o = cJSON_AddObjectToObject(t, "arms");
 	for (int a = 0; a < 3; a++)
 		if (arms[a])
@@ -627,8 +599,8 @@ bench_table(cJSON **out, const bench_arm *stock, const bench_arm *shim, const be
 		cJSON_AddItemToObject(o, "stock", fig_json(st));
 		cJSON_AddItemToObject(o, "shim", fig_json(sh));
 		cJSON_AddItemToObject(o, "host", ho ? fig_json(ho) : cJSON_CreateNull());
-		add_num(o, "guest_ratio", sh->median / st->median);
-		add_num(o, "shim_to_host_percent", ho ? 100 * sh->median / ho->median : NAN);
+		lm_jadd_num(o, "guest_ratio", sh->median / st->median);
+		lm_jadd_num(o, "shim_to_host_percent", ho ? 100 * sh->median / ho->median : NAN);
 		cJSON_AddItemToArray(tests, o);
 	}
 	if (cJSON_GetObjectItemCaseSensitive(t, "tests") == NULL || cJSON_GetArraySize(tests) != (int)stock->ntests) {
@@ -648,23 +620,23 @@ done:
 static double
 fig(const cJSON *test, const char *arm, const char *k)
 {
-	return num_field(cJSON_GetObjectItemCaseSensitive(test, arm), k);
+	return lm_jnum(cJSON_GetObjectItemCaseSensitive(test, arm), k);
 }
 
 int
 bench_table_check(const cJSON *t, char *err)
 {
-	const char *f = str_field(t, "format");
+	const char *f = lm_jstr(t, "format");
 	const cJSON *tests = cJSON_GetObjectItemCaseSensitive(t, "tests"), *x;
 	int i = 0;
 
 	if (!cJSON_IsObject(t) || f == NULL || strcmp(f, BENCH_FORMAT) != 0)
 		return lm_err(err, LM_EINPUT, "not a bench table of format %s", BENCH_FORMAT);
-	if (str_field(t, "workload") == NULL || !cJSON_IsArray(tests) || cJSON_GetArraySize(tests) == 0)
+	if (lm_jstr(t, "workload") == NULL || !cJSON_IsArray(tests) || cJSON_GetArraySize(tests) == 0)
 		return lm_err(err, LM_EINPUT, "bench table without a workload or tests");
 	cJSON_ArrayForEach(x, tests) {
 		i++;
-		if (str_field(x, "test") == NULL || !(fig(x, "stock", "median") > 0) || !(fig(x, "shim", "median") > 0))
+		if (lm_jstr(x, "test") == NULL || !(fig(x, "stock", "median") > 0) || !(fig(x, "shim", "median") > 0))
 			return lm_err(err, LM_EINPUT, "bench table test %d has no name or no stock and shim medians", i);
 	}
 	return LM_OK;
@@ -679,8 +651,8 @@ bench_record(const cJSON *table, const char *vm)
 	if (r == NULL)
 		return NULL;
 	cJSON_AddStringToObject(r, "kind", "bench");
-	add_str(r, "vm", vm);
-	add_str(r, "workload", str_field(table, "workload"));
+	lm_jadd_str(r, "vm", vm);
+	lm_jadd_str(r, "workload", lm_jstr(table, "workload"));
 	cJSON_AddStringToObject(r, "verdict", cJSON_IsTrue(eff) ? "effective" : cJSON_IsFalse(eff) ? "not-effective" :
 	    "unknown");
 	cJSON_AddItemToObject(r, "bench", cJSON_Duplicate(table, 1));
@@ -758,12 +730,12 @@ static int
 render_arm(lm_buf *b, const char *name, const cJSON *a)
 {
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(a, "metal");
-	const char *gpu = str_field(a, "gpu_info"), *commit = str_field(a, "build_commit");
-	double build = num_field(a, "build_number"), threads = num_field(a, "n_threads"),
-	    ngl = num_field(a, "n_gpu_layers");
+	const char *gpu = lm_jstr(a, "gpu_info"), *commit = lm_jstr(a, "build_commit");
+	double build = lm_jnum(a, "build_number"), threads = lm_jnum(a, "n_threads"),
+	    ngl = lm_jnum(a, "n_gpu_layers");
 	int rc = 0;
 
-	rc |= lm_buf_addf(b, "%-6s %s\n", name, str_field(a, "path") ? str_field(a, "path") : "");
+	rc |= lm_buf_addf(b, "%-6s %s\n", name, lm_jstr(a, "path") ? lm_jstr(a, "path") : "");
 	rc |= lm_buf_addf(b, "       gpu_info %s; llama.cpp %s", gpu ? gpu : "?", commit ? commit : "?");
 	if (isfinite(build))
 		rc |= lm_buf_addf(b, " (b%.0f)", build);
@@ -777,10 +749,10 @@ render_arm(lm_buf *b, const char *name, const cJSON *a)
 	{
 		const char *keys[] = {"simdgroup_reduction", "simdgroup_matrix_mul", "has_bfloat", "use_residency_sets"};
 		const char *labels[] = {"simdgroup reduction", "simdgroup matrix mul.", "bfloat", "residency sets"};
-		double fam = num_field(m, "apple_family");
+		double fam = lm_jnum(m, "apple_family");
 
-		rc |= lm_buf_addf(b, "       Metal (%s): %s", base(str_field(a, "stderr")),
-		    str_field(m, "gpu_name") ? str_field(m, "gpu_name") : "GPU name not printed");
+		rc |= lm_buf_addf(b, "       Metal (%s): %s", base(lm_jstr(a, "stderr")),
+		    lm_jstr(m, "gpu_name") ? lm_jstr(m, "gpu_name") : "GPU name not printed");
 		if (isfinite(fam))
 			rc |= lm_buf_addf(b, ", Apple%.0f (%.0f)", fam - 1000, fam);
 		else
@@ -804,11 +776,11 @@ render_text(lm_buf *b, const cJSON *t)
 	    *eff = cJSON_GetObjectItemCaseSensitive(t, "shim_effective");
 	int rc = 0;
 
-	rc |= lm_buf_addf(b, "%s: %s, medians of samples_ts\n\n", str_field(t, "workload"),
-	    str_field(t, "unit") ? str_field(t, "unit") : "tokens/s");
+	rc |= lm_buf_addf(b, "%s: %s, medians of samples_ts\n\n", lm_jstr(t, "workload"),
+	    lm_jstr(t, "unit") ? lm_jstr(t, "unit") : "tokens/s");
 	rc |= lm_buf_addf(b, "%-12s %-6s %10s %10s %10s %4s\n", "test", "arm", "median", "min", "max", "n");
 	cJSON_ArrayForEach(x, tests) {
-		double ratio = num_field(x, "guest_ratio"), pct = num_field(x, "shim_to_host_percent");
+		double ratio = lm_jnum(x, "guest_ratio"), pct = lm_jnum(x, "shim_to_host_percent");
 		int first = 1;
 
 		for (int a = 0; a < 3; a++) {
@@ -816,9 +788,9 @@ render_text(lm_buf *b, const cJSON *t)
 
 			if (!cJSON_IsObject(f))
 				continue;
-			rc |= lm_buf_addf(b, "%-12s %-6s %10.2f %10.2f %10.2f %4.0f\n", first ? str_field(x, "test") : "",
-			    arm_names[a], num_field(f, "median"), num_field(f, "min"), num_field(f, "max"),
-			    num_field(f, "samples"));
+			rc |= lm_buf_addf(b, "%-12s %-6s %10.2f %10.2f %10.2f %4.0f\n", first ? lm_jstr(x, "test") : "",
+			    arm_names[a], lm_jnum(f, "median"), lm_jnum(f, "min"), lm_jnum(f, "max"),
+			    lm_jnum(f, "samples"));
 			first = 0;
 		}
 		if (cJSON_IsFalse(eff))
@@ -851,7 +823,7 @@ int
 bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead, char *err)
 {
 	const cJSON *tests = cJSON_GetObjectItemCaseSensitive(table, "tests"), *x;
-	const char *workload = str_field(table, "workload"), *unit = str_field(table, "unit");
+	const char *workload = lm_jstr(table, "workload"), *unit = lm_jstr(table, "unit");
 	int rc, eff_false;
 
 	if ((rc = bench_table_check(table, err)) != LM_OK)
@@ -862,13 +834,13 @@ bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead,
 	rc = 0;
 	cJSON_ArrayForEach(x, tests) {
 		double host = fig(x, "host", "median"), stock = fig(x, "stock", "median"), shim = fig(x, "shim", "median"),
-		    ratio = eff_false ? NAN : num_field(x, "guest_ratio"), pct = num_field(x, "shim_to_host_percent");
+		    ratio = eff_false ? NAN : lm_jnum(x, "guest_ratio"), pct = lm_jnum(x, "shim_to_host_percent");
 		char a[64], b[64], c[64], d[64], e[64];
 
 		if (lead)
 			rc |= lm_buf_addf(out, "%s", lead);
 		if (form == BENCH_CSV) {
-			rc |= csv_field(out, workload, 0) | csv_field(out, str_field(x, "test"), 0);
+			rc |= csv_field(out, workload, 0) | csv_field(out, lm_jstr(x, "test"), 0);
 			rc |= csv_field(out, unit ? unit : "tokens/s", 0) | csv_num(out, host, 0) | csv_num(out, stock, 0);
 			rc |= csv_num(out, shim, 0) | csv_num(out, ratio, 0) | csv_num(out, pct, 1);
 			continue;
@@ -878,7 +850,7 @@ bench_render(lm_buf *out, const cJSON *table, bench_form form, const char *lead,
 		fmt2(c, sizeof c, shim, "");
 		fmt2(d, sizeof d, ratio, "x");
 		fmt2(e, sizeof e, pct, "%");
-		rc |= md_cell(out, workload) | md_cell(out, str_field(x, "test")) | md_cell(out, a) | md_cell(out, b);
+		rc |= md_cell(out, workload) | md_cell(out, lm_jstr(x, "test")) | md_cell(out, a) | md_cell(out, b);
 		rc |= md_cell(out, c) | md_cell(out, eff_false ? "shim not effective" : d) | md_cell(out, e);
 		rc |= lm_buf_add(out, "|\n", 2);
 	}

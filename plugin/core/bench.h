@@ -37,6 +37,8 @@
 
 /* true, false, or not printed. */
 typedef enum { BENCH_UNKNOWN = -1, BENCH_NO = 0, BENCH_YES = 1 } bench_tri;
+/* t as JSON: true, false, or null when not printed. Caller owns it. */
+cJSON *bench_tri_json(bench_tri t);
 
 /* The function that prints llama.cpp's Metal device lines: ggml_metal_device_init since the
  * backend's split into a device part (PR 15995, mid-September 2025, about b6500); builds before

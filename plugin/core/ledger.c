@@ -24,16 +24,7 @@ lj_get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-const char *
-lj_str(const cJSON *o, const char *k)
-{
-	const cJSON *v = lj_get(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 #define get lj_get
-#define str lj_str
 
 /* A string item holding v, cut to max bytes at a UTF-8 boundary with "..." at the end when
  * longer; NULL out of memory. */
@@ -111,7 +102,7 @@ ledger_add_reason(cJSON *rec, const char *reason)
 static int
 keep_str(cJSON *to, const cJSON *from, const char *k)
 {
-	const char *v = str(from, k);
+	const char *v = lm_jstr(from, k);
 
 	return v ? add_cut(to, k, v, PROBE_STR) : 0;
 }
@@ -239,7 +230,7 @@ char *
 ledger_record_who(char *out, size_t len, const cJSON *rec)
 {
 	char vm[96], host[96], addr[96], t[40], why[160], where[220] = "";
-	const char *h = str(rec, "host"), *a = str(rec, "address"), *r = NULL;
+	const char *h = lm_jstr(rec, "host"), *a = lm_jstr(rec, "address"), *r = NULL;
 	const cJSON *reasons = get(rec, "reasons");
 
 	if (cJSON_IsArray(reasons) && cJSON_IsString(cJSON_GetArrayItem(reasons, 0)))
@@ -247,8 +238,8 @@ ledger_record_who(char *out, size_t len, const cJSON *rec)
 	if (h || a)
 		snprintf(where, sizeof where, " (%s%s%s%s%s)", h ? "host " : "", h ? lm_printable(host, sizeof host, h) : "",
 		    h && a ? ", " : "", a ? "address " : "", a ? lm_printable(addr, sizeof addr, a) : "");
-	snprintf(out, len, "VM %s%s at %s%s%s", lm_printable(vm, sizeof vm, str(rec, "vm")), where,
-	    lm_printable(t, sizeof t, str(rec, "time")), r ? ": " : "", r ? lm_printable(why, sizeof why, r) : "");
+	snprintf(out, len, "VM %s%s at %s%s%s", lm_printable(vm, sizeof vm, lm_jstr(rec, "vm")), where,
+	    lm_printable(t, sizeof t, lm_jstr(rec, "time")), r ? ": " : "", r ? lm_printable(why, sizeof why, r) : "");
 	return out;
 }
 
@@ -333,7 +324,7 @@ ledger_record_problem(const cJSON *rec, char why[160])
 {
 	static const char *const strs[] = {"address", "host", "controller", "payloadSha256", "profile", "workload",
 	    "target", "to", "from", "command", "evidence"};
-	const char *kind = str(rec, "kind"), *verdict = str(rec, "verdict"), *vm = str(rec, "vm"), *t = str(rec, "time");
+	const char *kind = lm_jstr(rec, "kind"), *verdict = lm_jstr(rec, "verdict"), *vm = lm_jstr(rec, "vm"), *t = lm_jstr(rec, "time");
 	const cJSON *v, *e;
 	char name[48];
 	size_t size = 0;
@@ -347,13 +338,13 @@ ledger_record_problem(const cJSON *rec, char why[160])
 			return *kind == 'd' ? "a deploy record's \"verdict\" is not \"pass\" or \"fail\""
 			                    : "a golden record's \"verdict\" is not \"pass\" or \"fail\"";
 	} else if (strcmp(kind, "rollback") == 0) {
-		if (str(rec, "result") == NULL)
+		if (lm_jstr(rec, "result") == NULL)
 			return "a rollback record has no \"result\" string";
 	} else if (strcmp(kind, "validate") == 0) {
 		if (verdict == NULL || (strcmp(verdict, "pass") != 0 && strcmp(verdict, "fail") != 0))
 			return "a validate record's \"verdict\" is not \"pass\" or \"fail\"";
 	} else if (strcmp(kind, LEDGER_OBSERVE) == 0) {
-		if (str(rec, "result") == NULL || str(rec, "payloadSha256") == NULL)
+		if (lm_jstr(rec, "result") == NULL || lm_jstr(rec, "payloadSha256") == NULL)
 			return "an observe record has no \"result\" or no \"payloadSha256\" string";
 	} else if (strcmp(kind, "bench") == 0) {
 		if (verdict == NULL || (strcmp(verdict, "effective") != 0 && strcmp(verdict, "not-effective") != 0 &&
@@ -410,13 +401,13 @@ const char *
 ledger_import_field(const cJSON *rec, const char *k)
 {
 	const cJSON *imp = get(rec, LEDGER_IMPORTED);
-	const char *src = str(rec, "source");
+	const char *src = lm_jstr(rec, "source");
 
 	if (cJSON_IsObject(imp))
-		return str(imp, k);
+		return lm_jstr(imp, k);
 	/* an older ledger: its importer set these at the top level, beside "source":"registry" */
 	if (src != NULL && strcmp(src, "registry") == 0 && (strcmp(k, "signer") == 0 || strcmp(k, "artifact") == 0))
-		return str(rec, k);
+		return lm_jstr(rec, k);
 	if (src != NULL && strcmp(src, "registry") == 0 && strcmp(k, "from") == 0)
 		return src;
 	return NULL;
@@ -468,7 +459,7 @@ ledger_key_of(const ledger_identity *id)
 char *
 ledger_key_label(char *out, size_t len, const cJSON *key, const char *ref)
 {
-	const char *d = str(key, "imageDigest"), *img = str(key, "image");
+	const char *d = lm_jstr(key, "imageDigest"), *img = lm_jstr(key, "image");
 
 	if (ref == NULL)
 		ref = img ? img : "unknown";
@@ -588,7 +579,7 @@ ledger_time_cmp(const char *a, const char *b)
 static int
 payload_matches(const cJSON *rec, const ledger_want *w)
 {
-	const char *sha = str(rec, "payloadSha256"), *prof = str(rec, "profile"), *wl = str(rec, "workload");
+	const char *sha = lm_jstr(rec, "payloadSha256"), *prof = lm_jstr(rec, "profile"), *wl = lm_jstr(rec, "workload");
 
 	if (w->any_payload)
 		return 1;
@@ -603,15 +594,15 @@ ledger_verdict(const cJSON *doc, const ledger_want *w)
 	const cJSON *r, *best = NULL;
 
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
-		const char *k = str(r, "kind");
+		const char *k = lm_jstr(r, "kind");
 		int c;
 
 		if (k == NULL || !kind_in(k, w->kinds) || workload_failure(r) || !payload_matches(r, w))
 			continue;
-		c = best ? ledger_time_cmp(str(r, "time"), str(best, "time")) : 1;
+		c = best ? ledger_time_cmp(lm_jstr(r, "time"), lm_jstr(best, "time")) : 1;
 		/* the same time: a fail wins, else the later in the document */
-		if (c > 0 || (c == 0 && (str(best, "verdict") == NULL || strcmp(str(best, "verdict"), "fail") != 0 ||
-		    (str(r, "verdict") && strcmp(str(r, "verdict"), "fail") == 0))))
+		if (c > 0 || (c == 0 && (lm_jstr(best, "verdict") == NULL || strcmp(lm_jstr(best, "verdict"), "fail") != 0 ||
+		    (lm_jstr(r, "verdict") && strcmp(lm_jstr(r, "verdict"), "fail") == 0))))
 			best = r;
 	}
 	return best;
@@ -679,15 +670,6 @@ ledger_doc_problem(const cJSON *doc, char why[256])
 	return NULL;
 }
 
-/* o's "image" when it is a string, else NULL. */
-static const char *
-image_str(const cJSON *o)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "image");
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 const char *
 ledger_doc_ref(const cJSON *doc)
 {
@@ -695,9 +677,9 @@ ledger_doc_ref(const cJSON *doc)
 
 	for (const cJSON *r = cJSON_IsArray(recs) ? cJSON_GetArrayItem(recs, cJSON_GetArraySize(recs) - 1) : NULL; r;
 	    r = r->prev != NULL && r->prev->next != NULL ? r->prev : NULL)
-		if (image_str(r) != NULL)
-			return image_str(r);
-	return image_str(cJSON_GetObjectItemCaseSensitive(doc, "key"));
+		if (lm_jstr(r, "image") != NULL)
+			return lm_jstr(r, "image");
+	return lm_jstr(cJSON_GetObjectItemCaseSensitive(doc, "key"), "image");
 }
 
 int
@@ -705,10 +687,10 @@ ledger_doc_is(const cJSON *doc, const char *ref)
 {
 	const cJSON *r, *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
 
-	if (image_str(key) != NULL && strcmp(image_str(key), ref) == 0)
+	if (lm_jstr(key, "image") != NULL && strcmp(lm_jstr(key, "image"), ref) == 0)
 		return 1;
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records"))
-		if (image_str(r) != NULL && strcmp(image_str(r), ref) == 0)
+		if (lm_jstr(r, "image") != NULL && strcmp(lm_jstr(r, "image"), ref) == 0)
 			return 1;
 	return 0;
 }

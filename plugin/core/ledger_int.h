@@ -102,7 +102,6 @@ int prune_after_append(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, int
 
 /* Shared by the files. */
 const cJSON *lj_get(const cJSON *o, const char *k);
-const char *lj_str(const cJSON *o, const char *k);
 /* The record's time as a sortable string (2026-01-31T23:59:59.000000000Z: nine digits of
  * fraction), or "" when it is no such time (it then sorts first, as ledger_time_cmp has it). */
 void ledger_sort_time(char out[40], const char *t);

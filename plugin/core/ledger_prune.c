@@ -152,7 +152,7 @@ newest_of_group(ledger_db *d, sqlite3_stmt *c, sqlite3_int64 id, int *newest, ch
 int
 prune_after_append(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, int keep, char *err)
 {
-	const char *kind = lj_str(rec, "kind");
+	const char *kind = lm_jstr(rec, "kind");
 	int clone = cJSON_IsTrue(lj_get(rec, "reconciled")) || (kind != NULL && strcmp(kind, LEDGER_OBSERVE) == 0);
 	int rc = LM_OK, step = SQLITE_DONE, newest;
 	sqlite3_int64 gone[TRIM_MAX];
@@ -168,7 +168,7 @@ prune_after_append(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, int kee
 		return LM_EFAIL;
 	sqlite3_bind_int64(c, 1, key_id);
 	if (!clone)
-		sqlite3_bind_text(c, 2, lj_str(rec, "vm"), -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(c, 2, lm_jstr(rec, "vm"), -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(c, 3, keep);
 	while (rc == LM_OK && n < TRIM_MAX && (step = sqlite3_step(c)) == SQLITE_ROW) {
 		sqlite3_int64 id = sqlite3_column_int64(c, 0);

@@ -403,11 +403,11 @@ store_insert(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, char *err)
 		return LM_EFAIL;
 	}
 	sqlite3_bind_int64(s, 1, key_id);
-	ledger_sort_time(when, lj_str(rec, "time"));
+	ledger_sort_time(when, lm_jstr(rec, "time"));
 	for (int i = 0; i < 8; i++)
-		store_bind_text(s, i + 2, cols[i] ? lj_str(rec, cols[i]) : when);
+		store_bind_text(s, i + 2, cols[i] ? lm_jstr(rec, cols[i]) : when);
 	sqlite3_bind_int(s, 10, cJSON_IsTrue(lj_get(rec, "reconciled")) ||
-	    (lj_str(rec, "kind") && strcmp(lj_str(rec, "kind"), LEDGER_OBSERVE) == 0));
+	    (lm_jstr(rec, "kind") && strcmp(lm_jstr(rec, "kind"), LEDGER_OBSERVE) == 0));
 	sqlite3_bind_text(s, 11, text, -1, free);
 	rc = sqlite3_step(s) == SQLITE_DONE ? LM_OK : store_fail(d, "writing", err);
 	sqlite3_reset(s);
@@ -426,9 +426,9 @@ store_has(ledger_db *d, sqlite3_int64 key_id, const cJSON *rec, sqlite3_int64 ma
 	if ((s = store_cached(d, 2, "SELECT record FROM records WHERE key_id = ? AND vm IS ? AND sorttime = ? AND id <= ?",
 	    err)) == NULL)
 		return LM_EFAIL;
-	ledger_sort_time(when, lj_str(rec, "time"));
+	ledger_sort_time(when, lm_jstr(rec, "time"));
 	sqlite3_bind_int64(s, 1, key_id);
-	store_bind_text(s, 2, lj_str(rec, "vm"));
+	store_bind_text(s, 2, lm_jstr(rec, "vm"));
 	store_bind_text(s, 3, when);
 	sqlite3_bind_int64(s, 4, max_id > 0 ? max_id : INT64_MAX);
 	while (!*present && (rc = sqlite3_step(s)) == SQLITE_ROW) {

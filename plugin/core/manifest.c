@@ -116,12 +116,6 @@ fail:
 	return NULL;
 }
 
-static char *
-str(const cJSON *doc, const char *key)
-{
-	return cJSON_GetObjectItemCaseSensitive(doc, key)->valuestring;
-}
-
 int
 manifest_profile_load(manifest_profile **out, const char *datadir, const char *id, char *err)
 {
@@ -136,7 +130,7 @@ manifest_profile_load(manifest_profile **out, const char *datadir, const char *i
 		free(p);
 		return rc;
 	}
-	p->id = str(p->json, "id");
+	p->id = lm_jstr(p->json, "id");
 	p->apple_family_max = (int)cJSON_GetObjectItemCaseSensitive(p->json, "appleFamilyMax")->valuedouble;
 	p->max_threadgroup_memory =
 	    (long)cJSON_GetObjectItemCaseSensitive(p->json, "maxThreadgroupMemory")->valuedouble;
@@ -181,9 +175,9 @@ manifest_workload_load(manifest_workload **out, const char *datadir, const char 
 			return rc;
 		}
 	}
-	w->id = str(w->json, "id");
-	w->label = str(w->json, "label");
-	w->profile = str(w->json, "profile");
+	w->id = lm_jstr(w->json, "id");
+	w->label = lm_jstr(w->json, "label");
+	w->profile = lm_jstr(w->json, "profile");
 	*out = w;
 	return LM_OK;
 }

@@ -8,7 +8,7 @@
 
 typedef struct {
 	char *path;                 /* the file it came from */
-	char *id;
+	const char *id;             /* in json */
 	int apple_family_max;       /* 1001..1999 */
 	long max_threadgroup_memory;
 	uint64_t working_set;       /* 0 when not set */
@@ -17,7 +17,7 @@ typedef struct {
 
 typedef struct {
 	char *path;
-	char *id, *label, *profile;
+	const char *id, *label, *profile; /* in json */
 	cJSON *json;                /* programArguments, processes, paths etc. live here */
 } manifest_workload;
 

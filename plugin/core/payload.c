@@ -631,14 +631,6 @@ done:
 	return rc;
 }
 
-static const char *
-mstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* Compares the entries with MANIFEST.json and SHA256SUMS; fills info. */
 static int
 check_manifest(payload_info *info, ventries *es, const char *file, char *err)
@@ -653,15 +645,15 @@ check_manifest(payload_info *info, ventries *es, const char *file, char *err)
 		    me == NULL ? "MANIFEST.json" : "SHA256SUMS");
 	if ((info->manifest = cJSON_Parse(es->manifest.data)) == NULL ||
 	    !cJSON_IsArray(files = cJSON_GetObjectItemCaseSensitive(info->manifest, "files")) ||
-	    (info->target = (char *)mstr(info->manifest, "target")) == NULL ||
-	    (info->profile = (char *)mstr(info->manifest, "profile")) == NULL ||
-	    (info->workload = (char *)mstr(info->manifest, "workload")) == NULL ||
-	    (info->label = (char *)mstr(info->manifest, "label")) == NULL ||
-	    (info->version = (char *)mstr(info->manifest, "version")) == NULL)
+	    (info->target = (char *)lm_jstr(info->manifest, "target")) == NULL ||
+	    (info->profile = (char *)lm_jstr(info->manifest, "profile")) == NULL ||
+	    (info->workload = (char *)lm_jstr(info->manifest, "workload")) == NULL ||
+	    (info->label = (char *)lm_jstr(info->manifest, "label")) == NULL ||
+	    (info->version = (char *)lm_jstr(info->manifest, "version")) == NULL)
 		return lm_err(err, LM_EINPUT, "%s: entry \"MANIFEST.json\" is not a lume-metal manifest", file);
 	me->seen = ventries_find(es, "SHA256SUMS")->seen = 1;
 	cJSON_ArrayForEach(f, files) {
-		const char *p = mstr(f, "path"), *sha = mstr(f, "sha256"), *mode = mstr(f, "mode");
+		const char *p = lm_jstr(f, "path"), *sha = lm_jstr(f, "sha256"), *mode = lm_jstr(f, "mode");
 		const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
 		ventry *v;
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 int
 lm_err(char *err, int code, const char *fmt, ...)
@@ -335,6 +338,19 @@ lm_is_sha256(const char *s)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return s[64] == '\0';
+}
+
+void
+lm_digest(char out[72], const void *data, size_t len)
+{
+	memcpy(out, "sha256:", 7);
+	lm_sha256_hex(out + 7, data, len);
+}
+
+int
+lm_is_digest(const char *s)
+{
+	return s != NULL && strncmp(s, "sha256:", 7) == 0 && lm_is_sha256(s + 7);
 }
 
 char *
@@ -688,4 +704,46 @@ lm_printable(char *out, size_t len, const char *s)
 	if (s[i] && len > 4)
 		memcpy(out + len - 4, "...", 4);
 	return out;
+}
+
+const char *
+lm_jstr(const cJSON *o, const char *k)
+{
+	return lm_jstr_or(o, k, NULL);
+}
+
+const char *
+lm_jstr_or(const cJSON *o, const char *k, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+double
+lm_jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const cJSON *
+lm_jobj(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+void
+lm_jadd_str(cJSON *o, const char *k, const char *v)
+{
+	cJSON_AddItemToObject(o, k, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+void
+lm_jadd_num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddItemToObject(o, k, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }

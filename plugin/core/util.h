@@ -1,4 +1,4 @@
-/* util: error buffers, whole-file I/O, atomic writes, SHA-256. No printing, no exit. */
+/* util: error buffers, whole-file I/O, atomic writes, SHA-256, the cJSON getters. No printing, no exit. */
 #ifndef LM_UTIL_H
 #define LM_UTIL_H
 
@@ -102,6 +102,11 @@ int lm_unbase64(unsigned char **out, size_t *len, const char *s);
 
 /* True when s is 64 lowercase hex digits. */
 int lm_is_sha256(const char *s);
+/* True when s is an image or blob digest as this tool takes them: "sha256:" and 64 lowercase hex
+ * digits (NULL is not). */
+int lm_is_digest(const char *s);
+/* The digest of len bytes at data: "sha256:" and their SHA-256 in lowercase hex, NUL-terminated. */
+void lm_digest(char out[72], const void *data, size_t len);
 
 /* Growable byte buffer. lm_buf_free releases it; b->data is NUL-terminated when non-NULL. */
 typedef struct {
@@ -123,5 +128,20 @@ int lm_run(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, ch
  * fails (LM_EFAIL) with "ARGV0 timed out after N s", *status unset. */
 int lm_run_deadline(lm_buf *out, lm_buf *errout, int *status, const char *const *argv, int64_t deadline_ms,
     char *err);
+
+/* The cJSON getters, the one set: o's member named k (case-sensitive; o may be NULL or not an
+ * object). Strings returned belong to o. */
+struct cJSON;
+/* Its text when it is a string, else NULL. */
+const char *lm_jstr(const struct cJSON *o, const char *k);
+/* Its text when it is a string, else dflt (e.g. "" where an absent field prints as nothing). */
+const char *lm_jstr_or(const struct cJSON *o, const char *k, const char *dflt);
+/* Its value when it is a number, else NAN. */
+double lm_jnum(const struct cJSON *o, const char *k);
+/* The member itself when it is an object, else NULL. */
+const struct cJSON *lm_jobj(const struct cJSON *o, const char *k);
+/* Adds member k to o: v, or null when v is NULL (lm_jadd_str) or not finite (lm_jadd_num). */
+void lm_jadd_str(struct cJSON *o, const char *k, const char *v);
+void lm_jadd_num(struct cJSON *o, const char *k, double v);
 
 #endif

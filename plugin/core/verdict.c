@@ -23,8 +23,8 @@ verdict_statement(const char *name, const char *digest, const char *reference, c
 {
 	cJSON *s, *subj, *d, *p;
 
-	if (name == NULL || digest == NULL || key == NULL || records == NULL || strncmp(digest, "sha256:", 7) != 0 ||
-	    !lm_is_sha256(digest + 7) || (s = cJSON_CreateObject()) == NULL)
+	if (name == NULL || digest == NULL || key == NULL || records == NULL || !lm_is_digest(digest) ||
+	    (s = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddStringToObject(s, "_type", VERDICT_STATEMENT_TYPE);
 	subj = cJSON_AddArrayToObject(s, "subject");
@@ -209,14 +209,6 @@ claimed_id(char out[VERDICT_KEYID_LEN + 1], const cJSON *id)
 	strcpy(out, id->valuestring);
 }
 
-static const char *
-gstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* The statement's checks (verdict_open, once a trusted key verified it). */
 static int
 check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, const char *digest)
@@ -231,15 +223,15 @@ check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, co
 		return refuse(o, VERDICT_BAD, "the statement nests deeper than %d levels", VERDICT_DEPTH_MAX);
 	if ((st = cJSON_ParseWithLength((const char *)payload, plen)) == NULL || !cJSON_IsObject(st))
 		rc = refuse(o, VERDICT_BAD, "the signed payload is not a JSON object");
-	else if ((s = gstr(st, "_type")) == NULL || strcmp(s, VERDICT_STATEMENT_TYPE) != 0)
+	else if ((s = lm_jstr(st, "_type")) == NULL || strcmp(s, VERDICT_STATEMENT_TYPE) != 0)
 		rc = refuse(o, VERDICT_BAD, "the signed payload is not an in-toto Statement v1");
-	else if ((s = gstr(st, "predicateType")) == NULL || strcmp(s, VERDICT_PREDICATE_TYPE) != 0)
+	else if ((s = lm_jstr(st, "predicateType")) == NULL || strcmp(s, VERDICT_PREDICATE_TYPE) != 0)
 		rc = refuse(o, VERDICT_BAD, "the statement's predicateType is not %s", VERDICT_PREDICATE_TYPE);
 	if (rc != LM_OK)
 		goto done;
 	subj = cJSON_GetObjectItemCaseSensitive(st, "subject");
 	cJSON_ArrayForEach(e, subj) {
-		s = gstr(cJSON_GetObjectItemCaseSensitive(e, "digest"), "sha256");
+		s = lm_jstr(cJSON_GetObjectItemCaseSensitive(e, "digest"), "sha256");
 		found |= s != NULL && strcmp(s, digest + 7) == 0;
 	}
 	if (!cJSON_IsArray(subj) || !found) {
@@ -250,7 +242,7 @@ check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, co
 	pred = cJSON_GetObjectItemCaseSensitive(st, "predicate");
 	key = cJSON_GetObjectItemCaseSensitive(pred, "key");
 	recs = cJSON_GetObjectItemCaseSensitive(pred, "records");
-	if (!cJSON_IsObject(key) || (s = gstr(key, "imageDigest")) == NULL || strcmp(s, digest) != 0) {
+	if (!cJSON_IsObject(key) || (s = lm_jstr(key, "imageDigest")) == NULL || strcmp(s, digest) != 0) {
 		rc = refuse(o, VERDICT_BAD, "the predicate's key is not of this image's digest");
 		goto done;
 	}
@@ -278,8 +270,8 @@ check_statement(verdict_opened *o, const unsigned char *payload, size_t plen, co
 			    "an import sets: a signer cannot say where its own record came from", n);
 			goto done;
 		}
-		if (ledger_time_cmp(gstr(e, "time"), o->time) > 0)
-			snprintf(o->time, sizeof o->time, "%s", gstr(e, "time"));
+		if (ledger_time_cmp(lm_jstr(e, "time"), o->time) > 0)
+			snprintf(o->time, sizeof o->time, "%s", lm_jstr(e, "time"));
 		n++;
 	}
 	{
@@ -300,7 +292,7 @@ static int
 open_envelope(verdict_opened *o, const cJSON *doc, const char *digest, const verdict_trust *trust)
 {
 	const cJSON *sigs = cJSON_GetObjectItemCaseSensitive(doc, "signatures"), *sg;
-	const char *t = gstr(doc, "payloadType"), *p = gstr(doc, "payload");
+	const char *t = lm_jstr(doc, "payloadType"), *p = lm_jstr(doc, "payload");
 	unsigned char *payload = NULL, *sig = NULL;
 	size_t plen = 0, slen = 0;
 	lm_buf pae = {0};
@@ -323,7 +315,7 @@ open_envelope(verdict_opened *o, const cJSON *doc, const char *digest, const ver
 		goto done;
 	}
 	cJSON_ArrayForEach(sg, sigs) {
-		const char *s64 = gstr(sg, "sig");
+		const char *s64 = lm_jstr(sg, "sig");
 		char claimed[VERDICT_KEYID_LEN + 1];
 
 		if (s64 == NULL || s64[0] == '\0')
@@ -374,7 +366,7 @@ parse_bounded(cJSON **doc, verdict_opened *o, const void *data, size_t len, cons
 	memset(o, 0, sizeof *o);
 	o->status = VERDICT_BAD;
 	*doc = NULL;
-	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !lm_is_sha256(digest + 7))
+	if (!lm_is_digest(digest))
 		return refuse(o, VERDICT_BAD, "no image digest to check the statement against");
 	if (len > VERDICT_ENVELOPE_MAX)
 		return refuse(o, VERDICT_BAD, "the %s is larger than %u bytes", what, VERDICT_ENVELOPE_MAX);
@@ -411,7 +403,7 @@ verdict_open_bundle(verdict_opened *o, const void *bundle, size_t len, const cha
 	if (rc != LM_OK)
 		return rc;
 	env = cJSON_GetObjectItemCaseSensitive(doc, "dsseEnvelope");
-	if ((mt = gstr(doc, "mediaType")) == NULL || (strcmp(mt, VERDICT_BUNDLE_TYPE) != 0 &&
+	if ((mt = lm_jstr(doc, "mediaType")) == NULL || (strcmp(mt, VERDICT_BUNDLE_TYPE) != 0 &&
 	    strcmp(mt, "application/vnd.dev.sigstore.bundle+json;version=0.3") != 0))
 		rc = refuse(o, VERDICT_BAD, "the bundle's mediaType is not %s", VERDICT_BUNDLE_TYPE);
 	else if (!cJSON_IsObject(env))

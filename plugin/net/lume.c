@@ -82,9 +82,9 @@ run_lume(lm_buf *o, lm_buf *e, int *st, const char *const *argv, int64_t deadlin
 static char *
 dup_str(const cJSON *o, const char *k)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const char *v = lm_jstr(o, k);
 
-	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	return v ? strdup(v) : NULL;
 }
 
 static lume_vm *

@@ -86,7 +86,7 @@ referrers_list(registry_client *c, const char *digest, cJSON **out, int *api, in
 
 	*out = NULL;
 	*api = *truncated = 0;
-	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !lm_is_sha256(digest + 7))
+	if (!lm_is_digest(digest))
 		return lm_err(err, LM_EINPUT, "registry %s: not a digest: %.80s", registry_client_name(c), digest ? digest : "");
 	snprintf(path, sizeof path, "/v2/%s/referrers/%s", registry_client_repo(c), digest);
 	for (;;) {

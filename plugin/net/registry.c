@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "core/util.h"
+#include "net/registry_int.h"
 
 static const char accept_types[] =
     "Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
@@ -46,110 +47,6 @@ wipe_free(char *s)
 	}
 }
 
-/* HOST[:PORT], HOST a DNS name, an IPv4 address or [IPv6]. *loopback says whether HOST is one. */
-static int
-registry_ok(const char *r, int *loopback)
-{
-	const char *h = r, *end, *p;
-	char host[256];
-	size_t hl;
-	unsigned char a[16];
-
-	if (r == NULL || *r == '\0' || strlen(r) > 255)
-		return 0;
-	if (*r == '[') {
-		if ((end = strchr(r, ']')) == NULL)
-			return 0;
-		h = r + 1;
-		p = end + 1;
-	} else {
-		end = strchr(r, ':');
-		if (end == NULL)
-			end = r + strlen(r);
-		p = end;
-		for (const char *q = r; q < end; q++)
-			if (!(isalnum((unsigned char)*q) || *q == '.' || *q == '-'))
-				return 0;
-	}
-	hl = (size_t)(end - h);
-	if (hl == 0 || hl >= sizeof host)
-		return 0;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	if (*p == ':') {
-		size_t n = 0;
-
-		for (p++; isdigit((unsigned char)*p) && n < 6; p++, n++)
-			;
-		if (n == 0 || n > 5)
-			return 0;
-	}
-	if (*p != '\0')
-		return 0;
-	if (*r == '[') {
-		if (inet_pton(AF_INET6, host, a) != 1)
-			return 0;
-		*loopback = strcmp(host, "::1") == 0;
-	} else {
-		*loopback = strcasecmp(host, "localhost") == 0 || (inet_pton(AF_INET, host, a) == 1 && a[0] == 127);
-	}
-	return 1;
-}
-
-/* An OCI repository name: components [a-z0-9]+ joined by ".", "_", "__" or "-"+, separated by "/". */
-static int
-repo_ok(const char *s)
-{
-	size_t n = strlen(s), i = 0;
-
-	if (n == 0 || n > 255)
-		return 0;
-	for (;;) {
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-			return 0;
-		while ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9'))
-			i++;
-		if (s[i] == '\0')
-			return 1;
-		if (s[i] == '/' || s[i] == '.')
-			i++;
-		else if (s[i] == '_')
-			i += s[i + 1] == '_' ? 2 : 1;
-		else if (s[i] == '-')
-			while (s[i] == '-')
-				i++;
-		else
-			return 0;
-	}
-}
-
-static int
-tag_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-			return 0;
-	return 1;
-}
-
-/* What one request's headers said. */
-typedef struct {
-	size_t bytes;
-	int over;
-	char digest[REGISTRY_DIGEST_LEN + 2];
-	int digest_seen, digest_bad;
-	char challenge[4096]; /* the first WWW-Authenticate (Bearer preferred) */
-	int challenge_bearer, challenge_over;
-	char ctype[128];      /* Content-Type, cut */
-	char location[2048];  /* Location, "" when longer */
-	int oci_subject;      /* OCI-Subject seen (a registry that indexes referrers itself) */
-	char host[300];       /* who answered, when a followed redirect led away: HOST[:PORT]; else "" */
-	char next[2048];      /* the target of a Link with rel="next" (RFC 8288), "" when none or longer */
-} heads;
 
 /* Header value of line (len bytes) when its name is name (case-insensitive), trimmed. */
 static const char *
@@ -234,7 +131,7 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		if (!h->digest_bad) {
 			memcpy(h->digest, v, vl);
 			h->digest[vl] = '\0';
-			h->digest_bad = strncmp(h->digest, "sha256:", 7) != 0 || !lm_is_sha256(h->digest + 7);
+			h->digest_bad = !lm_is_digest(h->digest);
 		}
 	} else if ((v = header_value(buf, len, "Content-Type", &vl)) != NULL) {
 		snprintf(h->ctype, sizeof h->ctype, "%.*s", (int)(vl < sizeof h->ctype ? vl : sizeof h->ctype - 1), v);
@@ -264,11 +161,6 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	return len;
 }
 
-typedef struct {
-	lm_buf b;
-	int over;
-	size_t max; /* 0: REGISTRY_BODY_MAX */
-} body;
 
 static size_t
 on_body(char *buf, size_t size, size_t n, void *arg)
@@ -330,27 +222,11 @@ challenge_param(char *out, size_t outlen, const char *ch, const char *name)
 	return 1; /* absent */
 }
 
-typedef struct {
-	const char *registry;
-	long timeout_ms;
-	int64_t deadline;
-	char *err;
-	int loopback;         /* the registry is on loopback: plain http, to loopback only */
-} ctx;
 
-/* What one request sends beyond its URL: a method other than HEAD/GET, a body and its type,
- * whether redirects are followed (a blob's storage: at most 3, see request_sp). */
-typedef struct {
-	const char *method;  /* NULL: HEAD without bd, GET with it */
-	const char *ctype;   /* Content-Type of up, or NULL */
-	const void *up;
-	size_t uplen;
-	int follow;
-} sendspec;
 
 /* Who answered, for an error: "registry R", or "HOST (where registry R redirected)". */
-static const char *
-who(char out[600], const ctx *c, const char *host)
+const char *
+registry_who(char out[600], const ctx *c, const char *host)
 {
 	if (host == NULL || *host == '\0')
 		snprintf(out, 600, "registry %s", c->registry);
@@ -376,7 +252,7 @@ perform(ctx *c, const char *url, const char *host, const char *auth, const regis
 	*status = 0;
 	next[0] = '\0';
 	if (left <= 0)
-		return lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", who(w, c, host), c->timeout_ms);
+		return lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", registry_who(w, c, host), c->timeout_ms);
 	if ((e = curl_easy_init()) == NULL)
 		return lm_err(c->err, LM_EFAIL, "registry %s: cannot start libcurl", c->registry);
 	if ((t = curl_slist_append(hl, accept_types)) != NULL)
@@ -425,22 +301,22 @@ perform(ctx *c, const char *url, const char *host, const char *auth, const regis
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
 	if (rc == CURLE_OK && *status >= 300 && *status < 400 && curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &loc) ==
 	    CURLE_OK && loc != NULL && lm_fmt(next, 2048, "%s", loc) != 0)
-		ret = lm_err(c->err, LM_EFAIL, "%s redirected to a URL longer than 2047 bytes: refused", who(w, c, host));
+		ret = lm_err(c->err, LM_EFAIL, "%s redirected to a URL longer than 2047 bytes: refused", registry_who(w, c, host));
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
-		ret = lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", who(w, c, host), c->timeout_ms);
+		ret = lm_err(c->err, LM_EFAIL, "%s did not answer within %ld ms", registry_who(w, c, host), c->timeout_ms);
 	else if (h->over)
-		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %d bytes of headers", who(w, c, host),
+		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %d bytes of headers", registry_who(w, c, host),
 		    REGISTRY_HEADERS_MAX);
 	else if (bd != NULL && bd->over && bd->max == 0)
 		ret = lm_err(c->err, LM_EFAIL, "registry %s answered a token larger than %d bytes", c->registry,
 		    REGISTRY_BODY_MAX);
 	else if (bd != NULL && bd->over)
-		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %zu bytes for %s: refused", who(w, c, host),
+		ret = lm_err(c->err, LM_EFAIL, "%s answered more than %zu bytes for %s: refused", registry_who(w, c, host),
 		    bd->max, strstr(url, "/v2/") ? strstr(url, "/v2/") : url);
 	else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
-		ret = lm_err(c->err, LM_EFAIL, "%s is unreachable: %s", who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		ret = lm_err(c->err, LM_EFAIL, "%s is unreachable: %s", registry_who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
 	else if (rc != CURLE_OK)
-		ret = lm_err(c->err, LM_EFAIL, "%s: %s", who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		ret = lm_err(c->err, LM_EFAIL, "%s: %s", registry_who(w, c, host), ebuf[0] ? ebuf : curl_easy_strerror(rc));
 	curl_easy_cleanup(e);
 	curl_slist_free_all(hl);
 	return ret;
@@ -461,7 +337,7 @@ hop_ok(const char *url, int from_loopback, char host[300])
 		if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
 			port = NULL;
 		snprintf(host, 300, "%.250s%s%.8s", hn, port ? ":" : "", port ? port : "");
-		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && from_loopback && registry_ok(host, &loop) &&
+		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && from_loopback && registry_host_ok(host, &loop) &&
 		    loop);
 	}
 	curl_free(scheme);
@@ -491,7 +367,7 @@ request_sp(ctx *c, const char *url, const char *auth, const registry_creds *basi
 			    c->registry, host[0] ? host : c->registry);
 		if (!hop_ok(next, c->loopback, to))
 			return lm_err(c->err, LM_EFAIL, "%s redirected to %.200s: refused (a redirect is followed to https, or "
-			    "to plain http only from a registry on loopback to a loopback address)", who(w, c, host), next);
+			    "to plain http only from a registry on loopback to a loopback address)", registry_who(w, c, host), next);
 		memcpy(here, next, sizeof here);
 		memcpy(host, to, sizeof host);
 		if (bd != NULL) {
@@ -533,7 +409,7 @@ realm_ok(const char *url, int from_loopback)
 	for (const char *q = end; *q; q++)
 		if ((unsigned char)*q <= ' ' || *q == 0x7f)
 			return 0;
-	if (!registry_ok(host, &loop))
+	if (!registry_host_ok(host, &loop))
 		return 0;
 	return url[4] == 's' || (loop && from_loopback);
 }
@@ -648,14 +524,11 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 	out[0] = '\0';
 	if (creds != NULL && (creds->user == NULL || creds->secret == NULL || !*creds->user || !*creds->secret))
 		creds = NULL;
-	if (!registry_ok(registry, &loopback))
-		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]");
+	if ((rc = registry_name_check(registry, repo, &loopback, err)) != LM_OK)
+		return rc;
 	c.loopback = loopback;
-	if (repo == NULL || !repo_ok(repo))
-		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
-		    registry);
-	if (tag == NULL || !tag_ok(tag))
-		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most 128)", registry);
+	if (tag == NULL || !registry_tag_ok(tag))
+		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most " LM_STR(REGISTRY_TAG_MAX) ")", registry);
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
@@ -704,28 +577,17 @@ registry_manifest_digest(char out[REGISTRY_DIGEST_LEN + 1], const char *registry
 	return registry_manifest_digest_timeout(out, registry, repo, tag, creds, REGISTRY_TIMEOUT_MS, err);
 }
 
-struct registry_client {
-	char registry[256], repo[256], base[300]; /* base: "http[s]://REGISTRY" */
-	const registry_creds *creds;
-	int push, loopback, basic, requests;
-	char *auth;         /* "Authorization: Bearer ..." once a token was had (wiped on free) */
-	ctx c;
-	char err[LM_ERRLEN];
-};
 
 int
 registry_client_new(registry_client **out, const char *registry, const char *repo, const registry_creds *creds,
     int push, long timeout_ms, char *err)
 {
 	registry_client *c;
-	int loopback = 0;
+	int loopback = 0, rc;
 
 	*out = NULL;
-	if (!registry_ok(registry, &loopback))
-		return lm_err(err, LM_EINPUT, "not a registry HOST[:PORT]: %.100s", registry ? registry : "");
-	if (repo == NULL || !repo_ok(repo))
-		return lm_err(err, LM_EINPUT, "registry %s: not a repository name (lowercase path, e.g. trycua/macos-tahoe-cua)",
-		    registry);
+	if ((rc = registry_name_check(registry, repo, &loopback, err)) != LM_OK)
+		return rc;
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
@@ -774,8 +636,8 @@ registry_client_requests(const registry_client *c)
 
 /* One call of path ("/v2/...") with the client's authorization; a 401 is answered once from its
  * challenge and the call made again. */
-static int
-call(registry_client *c, const char *path, body *bd, heads *h, long *status, const sendspec *sp, char *err)
+int
+registry_call(registry_client *c, const char *path, body *bd, heads *h, long *status, const sendspec *sp, char *err)
 {
 	char url[4096], *token = NULL;
 	int rc;
@@ -793,7 +655,7 @@ call(registry_client *c, const char *path, body *bd, heads *h, long *status, con
 		if (rc == LM_OK && h->host[0] != '\0' && *status != 200) { /* a redirect's answer: no challenge to answer */
 			char w[600];
 
-			return lm_err(err, LM_EFAIL, "%s answered HTTP %ld for %s", who(w, &c->c, h->host), *status, path);
+			return lm_err(err, LM_EFAIL, "%s answered HTTP %ld for %s", registry_who(w, &c->c, h->host), *status, path);
 		}
 		if (rc != LM_OK || *status != 401 || attempt > 0)
 			break;
@@ -832,230 +694,5 @@ call(registry_client *c, const char *path, body *bd, heads *h, long *status, con
 	if (rc == LM_OK && *status >= 300 && *status < 400)
 		return lm_err(err, LM_EFAIL, "registry %s answered a redirect (HTTP %ld) for %s: redirects are not followed",
 		    c->registry, *status, path);
-	return rc;
-}
-
-static int
-http_err(registry_client *c, long status, const char *what, char *err)
-{
-	return lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld for %s", c->registry, status, what);
-}
-
-static int
-digest_ok(const char *d)
-{
-	return d != NULL && strlen(d) == REGISTRY_DIGEST_LEN && strncmp(d, "sha256:", 7) == 0 && lm_is_sha256(d + 7);
-}
-
-/* Hands bd's bytes to the caller: *out NUL-terminated (caller frees), *len without the NUL. */
-static int
-take_body(body *bd, char **out, size_t *len, char *err)
-{
-	size_t n = bd->b.len;
-
-	if (lm_buf_add(&bd->b, "", 1) != 0)
-		return lm_err(err, LM_EFAIL, "out of memory");
-	*out = bd->b.data;
-	*len = n;
-	bd->b.data = NULL;
-	bd->b.len = 0;
-	return LM_OK;
-}
-
-int
-registry_manifest_get(registry_client *c, const char *ref, size_t max, char **out, size_t *len,
-    char digest[REGISTRY_DIGEST_LEN + 1], char *err)
-{
-	char path[600], hex[65];
-	body bd = {{0}, 0, max};
-	heads h;
-	long status;
-	int rc;
-
-	*out = NULL;
-	*len = 0;
-	digest[0] = '\0';
-	if (!digest_ok(ref) && !tag_ok(ref))
-		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
-	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
-	if ((rc = call(c, path, &bd, &h, &status, NULL, err)) != LM_OK)
-		goto done;
-	if (status == 404)
-		goto done;
-	if (status != 200) {
-		rc = http_err(c, status, path, err);
-		goto done;
-	}
-	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
-	if (digest_ok(ref) && strcmp(ref, digest) != 0) {
-		rc = lm_err(err, LM_EFAIL, "registry %s answered a manifest whose digest is not %s: refused", c->registry, ref);
-		goto done;
-	}
-	rc = take_body(&bd, out, len, err);
-done:
-	lm_buf_free(&bd.b);
-	return rc;
-}
-
-int
-registry_get(registry_client *c, const char *path, size_t max, long *status, char **out, size_t *len, char ctype[128],
-    char next[1024], char *err)
-{
-	body bd = {{0}, 0, max};
-	heads h;
-	const char *n;
-	int rc;
-
-	*out = NULL;
-	*len = 0;
-	ctype[0] = next[0] = '\0';
-	if (strncmp(path, "/v2/", 4) != 0 || strpbrk(path, " \r\n#") != NULL)
-		return lm_err(err, LM_EINPUT, "registry %s: not a /v2/ path: %.80s", c->registry, path);
-	if ((rc = call(c, path, &bd, &h, status, NULL, err)) != LM_OK)
-		goto done;
-	snprintf(ctype, 128, "%s", h.ctype);
-	/* The next page, on this registry only: a path, or an absolute URL of its own scheme and host. */
-	n = h.next;
-	if (strncmp(n, c->base, strlen(c->base)) == 0 && n[strlen(c->base)] == '/')
-		n += strlen(c->base);
-	if (*n != '\0' && (strncmp(n, "/v2/", 4) != 0 || strpbrk(n, " \r\n#") != NULL || lm_fmt(next, 1024, "%s", n) != 0)) {
-		rc = lm_err(err, LM_EFAIL, "registry %s answered a Link to the next page elsewhere (%.200s): not followed",
-		    c->registry, h.next);
-		goto done;
-	}
-	if (*status == 200)
-		rc = take_body(&bd, out, len, err);
-done:
-	lm_buf_free(&bd.b);
-	return rc;
-}
-
-int
-registry_manifest_put(registry_client *c, const char *ref, const char *media_type, const void *data, size_t len,
-    char digest[REGISTRY_DIGEST_LEN + 1], int *subject, char *err)
-{
-	char path[600], hex[65];
-	sendspec sp = {"PUT", media_type, data, len, 0};
-	body bd = {{0}, 0, 4096};
-	heads h;
-	long status;
-	int rc;
-
-	lm_sha256_hex(hex, data, len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
-	if (subject)
-		*subject = 0;
-	if (!digest_ok(ref) && !tag_ok(ref))
-		return lm_err(err, LM_EINPUT, "registry %s: not a tag or a digest: %.80s", c->registry, ref);
-	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, ref);
-	rc = call(c, path, &bd, &h, &status, &sp, err);
-	lm_buf_free(&bd.b);
-	if (rc != LM_OK)
-		return rc;
-	if (status != 201 && status != 200)
-		return lm_err(err, LM_EFAIL, "registry %s refused the manifest %s:%s (HTTP %ld)", c->registry, c->repo, ref,
-		    status);
-	if (h.digest_seen && !h.digest_bad && strcmp(h.digest, digest) != 0)
-		return lm_err(err, LM_EFAIL, "registry %s stored the manifest under another digest: refused", c->registry);
-	if (subject)
-		*subject = h.oci_subject;
-	return LM_OK;
-}
-
-int
-registry_tag_delete(registry_client *c, const char *tag, char *err)
-{
-	char path[600];
-	sendspec sp = {"DELETE", NULL, "", 0, 0};
-	body bd = {{0}, 0, 4096};
-	heads h;
-	long status;
-	int rc;
-
-	if (!tag_ok(tag))
-		return lm_err(err, LM_EINPUT, "registry %s: not a tag: %.80s", c->registry, tag);
-	snprintf(path, sizeof path, "/v2/%s/manifests/%s", c->repo, tag);
-	rc = call(c, path, &bd, &h, &status, &sp, err);
-	lm_buf_free(&bd.b);
-	if (rc == LM_OK && status != 202)
-		rc = lm_err(err, LM_EFAIL, "registry %s answered HTTP %ld to DELETE %s: it does not delete tags", c->registry,
-		    status, path);
-	return rc;
-}
-
-int
-registry_blob_put(registry_client *c, const void *data, size_t len, char digest[REGISTRY_DIGEST_LEN + 1], char *err)
-{
-	char path[4096], hex[65], *loc;
-	sendspec post = {"POST", NULL, "", 0, 0}, put = {"PUT", "application/octet-stream", data, len, 0};
-	body bd = {{0}, 0, 4096};
-	heads h;
-	long status;
-	int rc;
-
-	lm_sha256_hex(hex, data, len);
-	snprintf(digest, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
-	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
-	if ((rc = call(c, path, NULL, &h, &status, NULL, err)) != LM_OK)
-		return rc;
-	if (status == 200)
-		return LM_OK;
-	snprintf(path, sizeof path, "/v2/%s/blobs/uploads/", c->repo);
-	rc = call(c, path, &bd, &h, &status, &post, err);
-	lm_buf_free(&bd.b);
-	if (rc != LM_OK)
-		return rc;
-	if (status != 202 || h.location[0] == '\0')
-		return lm_err(err, LM_EFAIL, "registry %s did not start the upload (HTTP %ld)", c->registry, status);
-	/* The upload goes only to this registry: a Location elsewhere is refused. */
-	loc = h.location;
-	if (strncmp(loc, c->base, strlen(c->base)) == 0)
-		loc += strlen(c->base);
-	if (strncmp(loc, "/v2/", 4) != 0 || strpbrk(loc, " \r\n#") != NULL)
-		return lm_err(err, LM_EFAIL, "registry %s sent the upload to another place: refused", c->registry);
-	if (lm_fmt(path, sizeof path, "%s%cdigest=sha256%%3A%s", loc, strchr(loc, '?') ? '&' : '?', hex) != 0)
-		return lm_err(err, LM_EFAIL, "registry %s: upload URL too long", c->registry);
-	rc = call(c, path, &bd, &h, &status, &put, err);
-	lm_buf_free(&bd.b);
-	if (rc != LM_OK)
-		return rc;
-	if (status != 201)
-		return lm_err(err, LM_EFAIL, "registry %s refused the blob %s (HTTP %ld)", c->registry, digest, status);
-	return LM_OK;
-}
-
-int
-registry_blob_get(registry_client *c, const char *digest, size_t max, char **out, size_t *len, char *err)
-{
-	char path[600], hex[65];
-	sendspec sp = {"GET", NULL, NULL, 0, 1};
-	body bd = {{0}, 0, max};
-	heads h;
-	long status;
-	int rc;
-
-	*out = NULL;
-	*len = 0;
-	if (!digest_ok(digest))
-		return lm_err(err, LM_EFAIL, "registry %s: a blob digest that is not sha256: and 64 hex: refused", c->registry);
-	snprintf(path, sizeof path, "/v2/%s/blobs/%s", c->repo, digest);
-	if ((rc = call(c, path, &bd, &h, &status, &sp, err)) != LM_OK)
-		goto done;
-	if (status != 200) {
-		rc = status == 404 ? lm_err(err, LM_EFAIL, "registry %s: no such blob %s", c->registry, digest)
-		                   : http_err(c, status, path, err);
-		goto done;
-	}
-	lm_sha256_hex(hex, bd.b.data ? bd.b.data : "", bd.b.len);
-	if (strcmp(hex, digest + 7) != 0) {
-		char w[600];
-
-		rc = lm_err(err, LM_EFAIL, "%s answered a blob whose SHA-256 is not %s: refused", who(w, &c->c, h.host), digest);
-		goto done;
-	}
-	rc = take_body(&bd, out, len, err);
-done:
-	lm_buf_free(&bd.b);
 	return rc;
 }

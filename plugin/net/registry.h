@@ -13,6 +13,26 @@
 #define REGISTRY_HEADERS_MAX 65536      /* bytes of response headers read per request */
 #define REGISTRY_BODY_MAX 65536         /* bytes of a token answer read */
 
+/* The reference rules, the one place (docker's reference grammar, distribution/reference, which
+ * the OCI distribution spec follows): a name REGISTRY/REPO is at most REGISTRY_NAME_MAX bytes in
+ * all (NameTotalLengthMax), a tag at most REGISTRY_TAG_MAX. */
+#define REGISTRY_NAME_MAX 255
+#define REGISTRY_TAG_MAX 128
+/* True when r is HOST[:PORT] as Lume's --registry takes it: HOST a domain name (components of
+ * [A-Za-z0-9-] neither starting nor ending with '-', joined by '.'), an IPv4 address or [IPv6];
+ * PORT 1 to 5 digits; at most REGISTRY_NAME_MAX - 2 bytes (room for "/" and a repository of one
+ * byte). *loopback (may be NULL) then says whether HOST is 127.0.0.0/8, ::1 or localhost. */
+int registry_host_ok(const char *r, int *loopback);
+/* True when s is a repository: components [a-z0-9]+ joined by ".", "_", "__" or "-"+, separated
+ * by "/". NULL is not. */
+int registry_repo_ok(const char *s);
+/* True when s is a tag: [A-Za-z0-9_][A-Za-z0-9_.-]*, at most REGISTRY_TAG_MAX bytes. */
+int registry_tag_ok(const char *s);
+/* registry_host_ok and registry_repo_ok, and REGISTRY/REPO at most REGISTRY_NAME_MAX bytes. */
+int registry_name_ok(const char *registry, const char *repo, int *loopback);
+/* registry_name_ok with an error in err naming what is wrong: LM_OK or LM_EINPUT. */
+int registry_name_check(const char *registry, const char *repo, int *loopback, char *err);
+
 /* Registry credentials. Both strings belong to the struct; registry_creds_clear wipes and frees
  * them. Never logged, never put on a command line or in an error message. */
 typedef struct {

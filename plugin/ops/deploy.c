@@ -11,15 +11,6 @@
 #include "ops/validate.h"
 #include "ops/verdicts.h"
 
-/* o's string k, or "" (never NULL). */
-static const char *
-str_of(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* Whether the ledger holds a deploy record of this VM with this payload: last (the key's last
  * deploy record) first, else the key's whole document. A ledger that cannot be read counts as
  * recorded (the deploy goes on as unchanged; status and ledger show name the problem). */
@@ -29,7 +20,7 @@ recorded_for(const session_opts *o, const cJSON *key, const guest_target *t, con
 	char err[LM_ERRLEN];
 	int found = 0;
 
-	if (last && strcmp(str_of(last, "vm"), t->name) == 0 && strcmp(str_of(last, "payloadSha256"),
+	if (last && strcmp(lm_jstr_or(last, "vm", ""), t->name) == 0 && strcmp(lm_jstr_or(last, "payloadSha256", ""),
 	    o->info->sha256) == 0)
 		return 1;
 	/* one parse of the document for all its VMs (ledger.h) */
@@ -60,7 +51,7 @@ record_process(cJSON *rec, const cJSON *proc)
 static const char *
 cause_of(const cJSON *res)
 {
-	const char *c = str_of(res, "cause");
+	const char *c = lm_jstr_or(res, "cause", "");
 
 	return strcmp(c, "image") == 0 ? "image" : strcmp(c, "workload") == 0 ? "workload" : NULL;
 }
@@ -94,9 +85,9 @@ stock_recorded(const cJSON *last, const session_opts *o)
 {
 	const cJSON *stock = last ? cJSON_GetObjectItemCaseSensitive(last, "stock") : NULL;
 
-	if (o->force || stock == NULL || strcmp(str_of(last, "verdict"), "pass") != 0 ||
-	    strcmp(str_of(last, "payloadSha256"), o->info->sha256) != 0 ||
-	    strcmp(str_of(last, "profile"), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
+	if (o->force || stock == NULL || strcmp(lm_jstr_or(last, "verdict", ""), "pass") != 0 ||
+	    strcmp(lm_jstr_or(last, "payloadSha256", ""), o->info->sha256) != 0 ||
+	    strcmp(lm_jstr_or(last, "profile", ""), o->info->profile) != 0 || !cJSON_IsObject(stock) ||
 	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(stock, "device")))
 		return NULL;
 	return stock;
@@ -120,7 +111,7 @@ reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o,
 	int code = 0;
 
 	if (guest_run_json(&res, &code, s->c, a, NULL, msg) != LM_OK || code != 0 ||
-	    strcmp(str_of(res, "result"), "installed") != 0 || strcmp(str_of(res, "sha256"), o->info->sha256) != 0 ||
+	    strcmp(lm_jstr_or(res, "result", ""), "installed") != 0 || strcmp(lm_jstr_or(res, "sha256", ""), o->info->sha256) != 0 ||
 	    !cJSON_IsObject(stock = cJSON_GetObjectItemCaseSensitive(res, "stock"))) {
 		session_set_state(r, "unchanged", "this payload is already current, but the ledger has no record of its "
 		    "install on this VM and the guest kept no result for it (install.json): --force validates and "

@@ -66,13 +66,10 @@ typedef struct {
 	void *ctx;
 } golden_opts;
 
-/* True when s is IMAGE:TAG as Lume takes it: one ':', an image of [a-z0-9._/-] (not starting
- * with '/', '.' or '-', at most 200 bytes) and a tag of [A-Za-z0-9_.-] (not starting with '.'
- * or '-', at most 128 bytes). */
+/* True when s is IMAGE:TAG as Lume takes it: one ':', IMAGE a repository and TAG a tag as
+ * net/registry.h has them (registry_repo_ok, registry_tag_ok). The whole name, REGISTRY/ORG/IMAGE,
+ * is checked by golden_build (registry_name_ok); --registry by registry_host_ok. */
 int golden_image_tag_ok(const char *s);
-
-/* True when s is a registry as --registry takes it: HOST[:PORT] of [A-Za-z0-9.-], or [v6]:PORT. */
-int golden_registry_ok(const char *s);
 
 /* Runs the build. *out (caller frees) is one object, also on failure: "source", "build",
  * "image" (IMAGE:TAG), "reference" (REGISTRY/ORG/IMAGE:TAG), "registry", "state" ("published",

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +29,6 @@ static const char prep_script[] =
 static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
 static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
 
-static void
-add_num(cJSON *o, const char *k, double v)
-{
-	if (isfinite(v))
-		cJSON_AddNumberToObject(o, k, v);
-	else
-		cJSON_AddNullToObject(o, k);
-}
-
 static cJSON *
 metal_json(const bench_metal *m)
 {
@@ -52,10 +42,8 @@ metal_json(const bench_metal *m)
 		cJSON_AddNumberToObject(o, "apple_family", m->apple_family);
 	else
 		cJSON_AddNullToObject(o, "apple_family");
-	cJSON_AddItemToObject(o, "simdgroup_reduction", m->simdgroup_reduction == BENCH_UNKNOWN ? cJSON_CreateNull()
-	    : cJSON_CreateBool(m->simdgroup_reduction == BENCH_YES));
-	cJSON_AddItemToObject(o, "simdgroup_matrix_mul", m->simdgroup_mm == BENCH_UNKNOWN ? cJSON_CreateNull()
-	    : cJSON_CreateBool(m->simdgroup_mm == BENCH_YES));
+	cJSON_AddItemToObject(o, "simdgroup_reduction", bench_tri_json(m->simdgroup_reduction));
+	cJSON_AddItemToObject(o, "simdgroup_matrix_mul", bench_tri_json(m->simdgroup_mm));
 	return o;
 }
 
@@ -204,263 +192,384 @@ fail_state(cJSON *r, const char *msg)
 	return LM_EFAIL;
 }
 
-int
-validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
-{
-	const validate_opts *v = o->validate;
-	cJSON *val = cJSON_AddObjectToObject(r, "validation"), *reasons = cJSON_CreateArray(), *rec = NULL;
-	arm mk = {0}, prep = {0}, stock = {0}, shim = {0}, clean = {0};
-	lm_buf cmdline = {0};
-	bench_metal ms = {0}, mh = {0};
+/* One validation as it runs: what each step hands on. */
+typedef struct {
+	cJSON *r, *val, *reasons, *rec;  /* the result, its "validation", the reasons, the record (owned) */
+	session_vm *s;
+	guest_target *t;
+	const session_opts *o;
+	const validate_opts *v;
+	arm mk, prep, stock, shim, clean;
+	lm_buf cmdline;                  /* the stock arm's command */
+	bench_metal ms, mh;              /* the stock arm's Metal device, the shim arm's */
 	validate_stats st;
-	char text_sha[65], gtext_sha[65], model_sha[65], msg[LM_ERRLEN], build[201], last[201], perr[401], *dir = NULL;
-	char *lp = NULL;
+	char text_sha[65], model_sha[65], build[201], *dir, *lp;
 	char ctx[16], chunks[16], text[4200], base[4200], rws[4200], evdir[4200];
-	int64_t t0 = lm_now_ms();
-	int rc = LM_EFAIL, pass, shim_ok, shim_err;
+	int pass, shim_err;
+} vrun;
+
+/* The text's SHA-256 on this host, to hold against the guest's. */
+static int
+step_text(vrun *w)
+{
+	char msg[LM_ERRLEN];
+
+	if (lm_sha256_file(w->text_sha, w->v->text, msg) != LM_OK) {
+		session_set_state(w->r, "failed", msg);
+		return LM_EFAIL;
+	}
+	return LM_OK;
+}
+
+/* A scratch directory in the guest (w->dir) and the paths in it. */
+static int
+step_scratch(vrun *w)
+{
+	static const char *const a[] = {"sh", "-c", scratch_script, NULL};
+	char *dir;
+
+	if (run(&w->mk, w->s->c, a, NULL) != LM_OK || w->mk.code != 0)
+		return fail_state(w->r, w->mk.code > 0 ? "mktemp -d failed in the guest" : w->mk.msg);
+	dir = strndup(w->mk.out.data ? w->mk.out.data : "", w->mk.out.data ? strcspn(w->mk.out.data, "\r\n") : 0);
+	if (dir == NULL || dir[0] != '/' || strstr(dir, "/lume-metal-validate.") == NULL ||
+	    lm_fmt(w->text, sizeof w->text, "%s/text.txt", dir) < 0 || lm_fmt(w->base, sizeof w->base, "%s/base.kld",
+	    dir) < 0 || lm_fmt(w->rws, sizeof w->rws, "%s/bin/run-with-shim", dir) < 0) {
+		session_set_state(w->r, "failed", "mktemp -d in the guest gave no usable directory");
+		free(dir);
+		return LM_EFAIL;
+	}
+	w->dir = dir;
+	return LM_OK;
+}
+
+static int
+step_upload(vrun *w)
+{
+	char msg[LM_ERRLEN];
 	uint64_t sent;
 
-	snprintf(ctx, sizeof ctx, "%d", v->th.context);
-	snprintf(chunks, sizeof chunks, "%d", v->th.chunks);
-	if (lm_sha256_file(text_sha, v->text, msg) != LM_OK) {
-		session_set_state(r, "failed", msg);
-		goto done;
-	}
-	{
-		static const char *const a[] = {"sh", "-c", scratch_script, NULL};
+	if (ssh_upload(w->s->c, w->o->payload, w->dir, "payload.tar.gz", &sent, msg) != LM_OK ||
+	    ssh_upload(w->s->c, w->v->text, w->dir, "text.txt", &sent, msg) != LM_OK)
+		return fail_state(w->r, msg);
+	return LM_OK;
+}
 
-		if (run(&mk, s->c, a, NULL) != LM_OK || mk.code != 0) {
-			fail_state(r, mk.code > 0 ? "mktemp -d failed in the guest" : mk.msg);
-			goto done;
-		}
-		dir = strndup(mk.out.data ? mk.out.data : "", mk.out.data ? strcspn(mk.out.data, "\r\n") : 0);
-		if (dir == NULL || dir[0] != '/' || strstr(dir, "/lume-metal-validate.") == NULL ||
-		    lm_fmt(text, sizeof text, "%s/text.txt", dir) < 0 || lm_fmt(base, sizeof base, "%s/base.kld", dir) < 0 ||
-		    lm_fmt(rws, sizeof rws, "%s/bin/run-with-shim", dir) < 0) {
-			session_set_state(r, "failed", "mktemp -d in the guest gave no usable directory");
-			free(dir);
-			dir = NULL;
-			goto done;
-		}
-	}
-	if (ssh_upload(s->c, o->payload, dir, "payload.tar.gz", &sent, msg) != LM_OK ||
-	    ssh_upload(s->c, v->text, dir, "text.txt", &sent, msg) != LM_OK) {
-		fail_state(r, msg);
-		goto done;
-	}
-	{
-		const char *a[] = {"sh", "-c", prep_script, "sh", dir, v->llama_perplexity, v->model, NULL};
+/* The payload unpacked; llama-perplexity found, the model's and the text's SHA-256 read. */
+static int
+step_prep(vrun *w)
+{
+	const char *a[] = {"sh", "-c", prep_script, "sh", w->dir, w->v->llama_perplexity, w->v->model, NULL};
+	char last[201], gtext_sha[65];
 
-		if (run(&prep, s->c, a, NULL) != LM_OK) {
-			fail_state(r, prep.msg);
-			goto done;
-		}
-		if (prep.code != 0) {
-			session_set_state(r, "failed", last_words(last, &prep.err));
-			if (prep.code == 3 || prep.code == 4)
-				cJSON_AddTrueToObject(r, "inputError");
-			goto done;
-		}
-		if (prep_parse(&lp, model_sha, gtext_sha, &prep.out) != LM_OK) {
-			session_set_state(r, "failed", "the guest's preparation printed no llama-perplexity path and SHA-256s");
-			goto done;
-		}
-		if (strcmp(gtext_sha, text_sha) != 0) {
-			session_set_state(r, "failed", "the text's SHA-256 in the guest differs from this host's");
-			goto done;
-		}
+	if (run(&w->prep, w->s->c, a, NULL) != LM_OK)
+		return fail_state(w->r, w->prep.msg);
+	if (w->prep.code != 0) {
+		session_set_state(w->r, "failed", last_words(last, &w->prep.err));
+		if (w->prep.code == 3 || w->prep.code == 4)
+			cJSON_AddTrueToObject(w->r, "inputError");
+		return LM_EFAIL;
 	}
-	/* 1. Stock: the perplexity, and the stock logits saved to the base file. */
-	progress(v, t, "stock", "start", t0);
-	{
-		const char *a[] = {"sh", "-c", arm_script, "sh", dir, lp, "-m", v->model, "-f", text, "-c", ctx, "--chunks",
-			chunks, "--kl-divergence-base", base, NULL};
+	if (prep_parse(&w->lp, w->model_sha, gtext_sha, &w->prep.out) != LM_OK) {
+		session_set_state(w->r, "failed", "the guest's preparation printed no llama-perplexity path and SHA-256s");
+		return LM_EFAIL;
+	}
+	if (strcmp(gtext_sha, w->text_sha) != 0) {
+		session_set_state(w->r, "failed", "the text's SHA-256 in the guest differs from this host's");
+		return LM_EFAIL;
+	}
+	return LM_OK;
+}
 
-		if (run(&stock, s->c, a, &cmdline) != LM_OK) {
-			snprintf(msg, sizeof msg, "llama-perplexity (stock arm): %.400s", stock.msg);
-			fail_state(r, msg);
-			goto done;
-		}
-		progress(v, t, "stock", "done", t0);
-		if (stock.code != 0) {
-			snprintf(msg, sizeof msg, "llama-perplexity (stock arm) exited %d: %s", stock.code,
-			    last_words(last, &stock.err));
-			session_set_state(r, "failed", msg);
-			goto done;
-		}
-		/* It exits 0 after its own errors: a text too short for 2 x context tokens is the input's. */
-		if (validate_parse_errors(perr, stock.err.data, stock.err.len)) {
-			snprintf(msg, sizeof msg, "llama-perplexity (stock arm) failed (it exits 0 after its own errors): %s",
-			    perr);
-			session_set_state(r, "failed", msg);
-			if (strstr(perr, ": you need at least "))
-				cJSON_AddTrueToObject(r, "inputError");
-			goto done;
-		}
-	}
-	/* 2. Through run-with-shim: its logits against the stock ones. */
-	progress(v, t, "shim", "start", t0);
-	{
-		const char *a[] = {"sh", "-c", arm_script, "sh", dir, rws, lp, "-m", v->model, "-c", ctx,
-			"--kl-divergence-base", base, "--kl-divergence", NULL};
+/* Runs an arm (argv from arm_script) into a; a failure to run it (with only_timeout, a timeout
+ * only) fails the validation, named by the arm. cmdline as run() takes it. */
+static int
+arm_exec(vrun *w, arm *a, const char *const *argv, lm_buf *cmdline, int only_timeout)
+{
+	char msg[LM_ERRLEN];
 
-		if (run(&shim, s->c, a, NULL) != LM_OK && strstr(shim.msg, "timed out")) {
-			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", shim.msg);
-			fail_state(r, msg);
-			goto done;
-		}
-		progress(v, t, "shim", "done", t0);
+	if (run(a, w->s->c, argv, cmdline) != LM_OK && (!only_timeout || strstr(a->msg, "timed out"))) {
+		snprintf(msg, sizeof msg, "llama-perplexity (%s arm): %.400s", a == &w->stock ? "stock" : "shim", a->msg);
+		return fail_state(w->r, msg);
 	}
-	bench_parse_stderr(&ms, stock.err.data ? stock.err.data : "");
-	bench_parse_stderr(&mh, shim.err.data ? shim.err.data : "");
-	validate_parse_build(build, stock.err.data, stock.err.len);
-	cJSON_AddItemToObject(val, "stockMetal", metal_json(&ms));
-	cJSON_AddItemToObject(val, "shimMetal", metal_json(&mh));
-	shim_err = shim.code == 0 ? validate_parse_errors(perr, shim.err.data, shim.err.len) : 0;
-	if (shim_err == 1) {
+	return LM_OK;
+}
+
+/* 1. Stock: the perplexity, and the stock logits saved to the base file. */
+static int
+step_stock(vrun *w)
+{
+	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->lp, "-m", w->v->model, "-f", w->text, "-c", w->ctx,
+		"--chunks", w->chunks, "--kl-divergence-base", w->base, NULL};
+
+	return arm_exec(w, &w->stock, a, &w->cmdline, 0);
+}
+
+/* The stock arm's exit, and its own errors: it exits 0 after them. */
+static int
+step_stock_check(vrun *w)
+{
+	char msg[LM_ERRLEN], last[201], perr[401];
+
+	if (w->stock.code != 0) {
+		snprintf(msg, sizeof msg, "llama-perplexity (stock arm) exited %d: %s", w->stock.code,
+		    last_words(last, &w->stock.err));
+		session_set_state(w->r, "failed", msg);
+		return LM_EFAIL;
+	}
+	/* A text too short for 2 x context tokens is the input's. */
+	if (validate_parse_errors(perr, w->stock.err.data, w->stock.err.len)) {
+		snprintf(msg, sizeof msg, "llama-perplexity (stock arm) failed (it exits 0 after its own errors): %s", perr);
+		session_set_state(w->r, "failed", msg);
+		if (strstr(perr, ": you need at least "))
+			cJSON_AddTrueToObject(w->r, "inputError");
+		return LM_EFAIL;
+	}
+	return LM_OK;
+}
+
+/* 2. Through run-with-shim: its logits against the stock ones. Only a timeout stops here: the
+ * shim breaking the workload is a verdict (step_compare). */
+static int
+step_shim(vrun *w)
+{
+	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->rws, w->lp, "-m", w->v->model, "-c", w->ctx,
+		"--kl-divergence-base", w->base, "--kl-divergence", NULL};
+
+	return arm_exec(w, &w->shim, a, NULL, 1);
+}
+
+/* The arms' Metal devices and the shim arm's statistics against the thresholds: w->pass. */
+static int
+step_compare(vrun *w)
+{
+	char msg[LM_ERRLEN], last[201], perr[401];
+
+	bench_parse_stderr(&w->ms, w->stock.err.data ? w->stock.err.data : "");
+	bench_parse_stderr(&w->mh, w->shim.err.data ? w->shim.err.data : "");
+	validate_parse_build(w->build, w->stock.err.data, w->stock.err.len);
+	cJSON_AddItemToObject(w->val, "stockMetal", metal_json(&w->ms));
+	cJSON_AddItemToObject(w->val, "shimMetal", metal_json(&w->mh));
+	w->shim_err = w->shim.code == 0 ? validate_parse_errors(perr, w->shim.err.data, w->shim.err.len) : 0;
+	if (w->shim_err == 1) {
 		/* Its own error about its input (the base file, the context): nothing was compared. */
 		snprintf(msg, sizeof msg, "llama-perplexity (shim arm) failed (it exits 0 after its own errors): %s", perr);
-		session_set_state(r, "failed", msg);
-		goto done;
+		session_set_state(w->r, "failed", msg);
+		return LM_EFAIL;
 	}
-	if (shim.code != 0 || shim_err) {
+	if (w->shim.code != 0 || w->shim_err) {
 		/* The shim broke the workload: a verdict on this image version. */
-		if (shim_err)
+		if (w->shim_err)
 			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) could not evaluate the model: %s", perr);
-		else if (shim.code > 0)
-			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) exited %d: %s", shim.code,
-			    last_words(last, &shim.err));
+		else if (w->shim.code > 0)
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm) exited %d: %s", w->shim.code,
+			    last_words(last, &w->shim.err));
 		else
-			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", shim.msg);
-		cJSON_AddItemToArray(reasons, cJSON_CreateString(msg));
-		st = (validate_stats){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-		pass = 0;
-	} else {
-		/* The statistics are LOG (stdout); a build that logs everything to stderr still reads. */
-		if (validate_parse(&st, shim.out.data, shim.out.len, msg) != LM_OK &&
-		    validate_parse(&st, shim.err.data, shim.err.len, msg) != LM_OK) {
-			session_set_state(r, "failed", msg);
-			goto done;
-		}
-		pass = validate_verdict(reasons, &st, &v->th);
+			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", w->shim.msg);
+		cJSON_AddItemToArray(w->reasons, cJSON_CreateString(msg));
+		w->st = (validate_stats){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+		w->pass = 0;
+		return LM_OK;
 	}
-	/* The comparison proves something only when the arms took different kernels. */
-	shim_ok = mh.simdgroup_mm == BENCH_YES && ms.simdgroup_mm == BENCH_NO;
-	if (shim.code == 0 && !shim_err && !shim_ok) {
-		if (mh.simdgroup_mm != BENCH_YES) {
-			char said[201];
-			int spoke = shim_said(said, &shim.err);
-
-			/* why the shim arm stayed stock, in the shim's own words when it said any */
-			snprintf(msg, sizeof msg, "the shim arm did not take the simdgroup paths (%s: simdgroup matrix mul. is "
-			    "not true): nothing was compared; %s%s", mh.tag ? mh.tag : BENCH_METAL_TAG, spoke ? "the shim said: " : "",
-			    spoke ? said : "the shim said nothing (it was not loaded into the process, or not scoped to its name)");
-			cJSON_AddItemToArray(reasons, cJSON_CreateString(msg));
-		} else
-			cJSON_AddItemToArray(reasons, cJSON_CreateString("the stock arm took the simdgroup paths too "
-			    "(simdgroup matrix mul. is not false): the arms ran the same kernels"));
-		pass = 0;
+	/* The statistics are LOG (stdout); a build that logs everything to stderr still reads. */
+	if (validate_parse(&w->st, w->shim.out.data, w->shim.out.len, msg) != LM_OK &&
+	    validate_parse(&w->st, w->shim.err.data, w->shim.err.len, msg) != LM_OK) {
+		session_set_state(w->r, "failed", msg);
+		return LM_EFAIL;
 	}
-	add_num(val, "pplRatio", st.ppl_ratio);
-	add_num(val, "meanKld", st.kld_mean);
-	add_num(val, "kld999", st.kld_999);
-	add_num(val, "maxKld", st.kld_max);
-	add_num(val, "sameTopPercent", st.same_top);
-	add_num(val, "pplQ", st.ppl_q);
-	add_num(val, "pplBase", st.ppl_base);
-	{
-		cJSON *th = cJSON_AddObjectToObject(val, "thresholds");
+	w->pass = validate_verdict(w->reasons, &w->st, &w->v->th);
+	return LM_OK;
+}
 
-		cJSON_AddNumberToObject(th, "maxMeanKld", v->th.max_mean_kld);
-		cJSON_AddNumberToObject(th, "minSameTopPercent", v->th.min_same_top);
-		cJSON_AddNumberToObject(th, "maxPplRatioDeviation", v->th.max_ppl_dev);
-	}
-	cJSON_AddNumberToObject(val, "context", v->th.context);
-	cJSON_AddNumberToObject(val, "chunks", v->th.chunks);
-	cJSON_AddStringToObject(val, "verdict", pass ? "pass" : "fail");
+/* The comparison proves something only when the arms took different kernels. */
+static int
+step_kernels(vrun *w)
+{
+	char msg[LM_ERRLEN];
 
-	rec = session_record_new("validate", t, o);
-	cJSON_AddStringToObject(rec, "verdict", pass ? "pass" : "fail");
-	cJSON_AddItemToObject(rec, "reasons", cJSON_CreateArray());
-	{
-		const cJSON *e;
+	if (w->shim.code != 0 || w->shim_err || (w->mh.simdgroup_mm == BENCH_YES && w->ms.simdgroup_mm == BENCH_NO))
+		return LM_OK;
+	if (w->mh.simdgroup_mm != BENCH_YES) {
+		char said[201];
+		int spoke = shim_said(said, &w->shim.err);
 
-		cJSON_ArrayForEach(e, reasons)
-			ledger_add_reason(rec, e->valuestring);
-	}
-	cJSON_AddItemToObject(rec, "validation", cJSON_Duplicate(val, 1));
-	{
-		cJSON *h = cJSON_AddObjectToObject(rec, "hashes");
+		/* why the shim arm stayed stock, in the shim's own words when it said any */
+		snprintf(msg, sizeof msg, "the shim arm did not take the simdgroup paths (%s: simdgroup matrix mul. is "
+		    "not true): nothing was compared; %s%s", w->mh.tag ? w->mh.tag : BENCH_METAL_TAG, spoke ?
+		    "the shim said: " : "", spoke ? said : "the shim said nothing (it was not loaded into the process, or not "
+		    "scoped to its name)");
+		cJSON_AddItemToArray(w->reasons, cJSON_CreateString(msg));
+	} else
+		cJSON_AddItemToArray(w->reasons, cJSON_CreateString("the stock arm took the simdgroup paths too "
+		    "(simdgroup matrix mul. is not false): the arms ran the same kernels"));
+	w->pass = 0;
+	return LM_OK;
+}
 
-		cJSON_AddStringToObject(h, "modelSha256", model_sha);
-		cJSON_AddStringToObject(h, "textSha256", text_sha);
-		ledger_add_str(h, "llamaPerplexity", lp);
-	}
-	ledger_add_str(rec, "model", v->model);
-	ledger_add_str(rec, "text", v->text_label ? v->text_label : v->text);
-	ledger_add_str(rec, "build", build);
-	ledger_add_str(rec, "command", cmdline.data ? cmdline.data : "");
-	if (v->evidence && v->evidence_per_vm) {
-		if (evidence_dir(evdir, sizeof evdir, v->evidence, t->name) != LM_OK)
+/* The figures into "validation", and the ledger record (w->rec). */
+static int
+step_record(vrun *w)
+{
+	const validate_opts *v = w->v;
+	const cJSON *e;
+	cJSON *th, *h;
+
+	lm_jadd_num(w->val, "pplRatio", w->st.ppl_ratio);
+	lm_jadd_num(w->val, "meanKld", w->st.kld_mean);
+	lm_jadd_num(w->val, "kld999", w->st.kld_999);
+	lm_jadd_num(w->val, "maxKld", w->st.kld_max);
+	lm_jadd_num(w->val, "sameTopPercent", w->st.same_top);
+	lm_jadd_num(w->val, "pplQ", w->st.ppl_q);
+	lm_jadd_num(w->val, "pplBase", w->st.ppl_base);
+	th = cJSON_AddObjectToObject(w->val, "thresholds");
+	cJSON_AddNumberToObject(th, "maxMeanKld", v->th.max_mean_kld);
+	cJSON_AddNumberToObject(th, "minSameTopPercent", v->th.min_same_top);
+	cJSON_AddNumberToObject(th, "maxPplRatioDeviation", v->th.max_ppl_dev);
+	cJSON_AddNumberToObject(w->val, "context", v->th.context);
+	cJSON_AddNumberToObject(w->val, "chunks", v->th.chunks);
+	cJSON_AddStringToObject(w->val, "verdict", w->pass ? "pass" : "fail");
+
+	w->rec = session_record_new("validate", w->t, w->o);
+	cJSON_AddStringToObject(w->rec, "verdict", w->pass ? "pass" : "fail");
+	cJSON_AddItemToObject(w->rec, "reasons", cJSON_CreateArray());
+	cJSON_ArrayForEach(e, w->reasons)
+		ledger_add_reason(w->rec, e->valuestring);
+	cJSON_AddItemToObject(w->rec, "validation", cJSON_Duplicate(w->val, 1));
+	h = cJSON_AddObjectToObject(w->rec, "hashes");
+	cJSON_AddStringToObject(h, "modelSha256", w->model_sha);
+	cJSON_AddStringToObject(h, "textSha256", w->text_sha);
+	ledger_add_str(h, "llamaPerplexity", w->lp);
+	ledger_add_str(w->rec, "model", v->model);
+	ledger_add_str(w->rec, "text", v->text_label ? v->text_label : v->text);
+	ledger_add_str(w->rec, "build", w->build);
+	ledger_add_str(w->rec, "command", w->cmdline.data ? w->cmdline.data : "");
+	return LM_OK;
+}
+
+/* With --evidence: each arm's output and the record, in the VM's own directory when per VM. */
+static int
+step_evidence(vrun *w)
+{
+	const validate_opts *v = w->v;
+	const char *ev = v->evidence_per_vm ? w->evdir : v->evidence;
+	char msg[LM_ERRLEN], *rj;
+	int rc;
+
+	if (v->evidence == NULL)
+		return LM_OK;
+	if (v->evidence_per_vm) {
+		if (evidence_dir(w->evdir, sizeof w->evdir, v->evidence, w->t->name) != LM_OK)
 			snprintf(msg, sizeof msg, "--evidence %.400s: path too long", v->evidence);
 		else if (mkdir(v->evidence, 0755) != 0 && errno != EEXIST)
 			snprintf(msg, sizeof msg, "--evidence %.400s: cannot make it: %s", v->evidence, strerror(errno));
 		else
 			msg[0] = '\0';
 		if (msg[0]) {
-			session_set_state(r, "failed", msg);
-			goto done;
+			session_set_state(w->r, "failed", msg);
+			return LM_EFAIL;
 		}
 	}
-	if (v->evidence) {
-		const char *ev = v->evidence_per_vm ? evdir : v->evidence;
-		char *rj = cJSON_Print(rec);
-		evidence_file files[5] = {tail_file("stock.stdout", &stock.out), tail_file("stock.stderr", &stock.err),
-			tail_file("shim.stdout", &shim.out), tail_file("shim.stderr", &shim.err),
+	rj = cJSON_Print(w->rec);
+	{
+		evidence_file files[5] = {tail_file("stock.stdout", &w->stock.out), tail_file("stock.stderr", &w->stock.err),
+			tail_file("shim.stdout", &w->shim.out), tail_file("shim.stderr", &w->shim.err),
 			{"record.json", rj ? rj : "", rj ? strlen(rj) : 0}};
 
 		rc = evidence_write(ev, files, 5, msg);
-		free(rj);
-		if (rc != LM_OK) {
-			session_set_state(r, "failed", msg);
-			rc = LM_EFAIL;
-			goto done;
-		}
-		ledger_add_str(rec, "evidence", ev);
-		cJSON_AddStringToObject(r, "evidence", ev);
 	}
-	cJSON_AddItemToObject(r, "reasons", cJSON_Duplicate(reasons, 1));
-	cJSON_AddItemToObject(r, "hashes", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec, "hashes"), 1));
-	cJSON_AddStringToObject(r, "build", build);
-	if (pass)
+	free(rj);
+	if (rc != LM_OK) {
+		session_set_state(w->r, "failed", msg);
+		return LM_EFAIL;
+	}
+	ledger_add_str(w->rec, "evidence", ev);
+	cJSON_AddStringToObject(w->r, "evidence", ev);
+	return LM_OK;
+}
+
+/* The result's state and the record filed (or, with defer_pass, a pass handed back in "record"):
+ * LM_OK only when validated. */
+static int
+step_verdict(vrun *w)
+{
+	cJSON *r = w->r;
+
+	cJSON_AddItemToObject(r, "reasons", cJSON_Duplicate(w->reasons, 1));
+	cJSON_AddItemToObject(r, "hashes", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(w->rec, "hashes"), 1));
+	cJSON_AddStringToObject(r, "build", w->build);
+	if (w->pass)
 		session_set_state(r, "validated", NULL);
 	else {
-		const cJSON *first = cJSON_GetArrayItem(reasons, 0);
+		const cJSON *first = cJSON_GetArrayItem(w->reasons, 0);
 
 		session_set_state(r, "validation-failed", cJSON_IsString(first) ? first->valuestring : "validation failed");
 	}
-	if (pass && v->defer_pass)
-		cJSON_AddItemToObject(r, "record", session_record_full(r, rec));
+	if (w->pass && w->v->defer_pass)
+		cJSON_AddItemToObject(r, "record", session_record_full(r, w->rec));
 	else
-		session_record(r, o, s->key, rec);
-	rc = pass && strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ? LM_OK
+		session_record(r, w->o, w->s->key, w->rec);
+	return w->pass && strcmp(cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring, "validated") == 0 ? LM_OK
 	    : LM_EFAIL;
-done:
-	if (dir) {
-		const char *a[] = {"sh", "-c", clean_script, "sh", dir, NULL};
+}
 
-		run(&clean, s->c, a, NULL);
+/* The steps, in order. An arm's row reports its start and its end through validate_opts.progress
+ * under its name (the arm's); the others are silent. A step that fails has set the result's
+ * state and ends the validation. */
+static const struct {
+	const char *name;
+	int arm;
+	int (*run)(vrun *w);
+} steps[] = {
+	{"text", 0, step_text}, {"scratch", 0, step_scratch}, {"upload", 0, step_upload}, {"prep", 0, step_prep},
+	{"stock", 1, step_stock}, {"stock-check", 0, step_stock_check}, {"shim", 1, step_shim},
+	{"compare", 0, step_compare}, {"kernels", 0, step_kernels}, {"record", 0, step_record},
+	{"evidence", 0, step_evidence}, {"verdict", 0, step_verdict},
+};
+
+const char *
+validate_arm_name(int i)
+{
+	int k = 0;
+
+	for (size_t j = 0; j < sizeof steps / sizeof steps[0]; j++)
+		if (steps[j].arm && k++ == i)
+			return steps[j].name;
+	return NULL;
+}
+
+int
+validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
+{
+	vrun w = {.r = r, .s = s, .t = t, .o = o, .v = o->validate};
+	int64_t t0 = lm_now_ms();
+	int rc = LM_EFAIL;
+
+	w.val = cJSON_AddObjectToObject(r, "validation");
+	w.reasons = cJSON_CreateArray();
+	snprintf(w.ctx, sizeof w.ctx, "%d", w.v->th.context);
+	snprintf(w.chunks, sizeof w.chunks, "%d", w.v->th.chunks);
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		if (steps[i].arm)
+			progress(w.v, t, steps[i].name, "start", t0);
+		if ((rc = steps[i].run(&w)) != LM_OK)
+			break;
+		if (steps[i].arm)
+			progress(w.v, t, steps[i].name, "done", t0);
 	}
-	cJSON_Delete(rec);
-	cJSON_Delete(reasons);
-	arm_free(&mk);
-	arm_free(&prep);
-	arm_free(&stock);
-	arm_free(&shim);
-	arm_free(&clean);
-	lm_buf_free(&cmdline);
-	free(dir);
-	free(lp);
+	if (w.dir) {
+		const char *a[] = {"sh", "-c", clean_script, "sh", w.dir, NULL};
+
+		run(&w.clean, s->c, a, NULL);
+	}
+	cJSON_Delete(w.rec);
+	cJSON_Delete(w.reasons);
+	arm_free(&w.mk);
+	arm_free(&w.prep);
+	arm_free(&w.stock);
+	arm_free(&w.shim);
+	arm_free(&w.clean);
+	lm_buf_free(&w.cmdline);
+	free(w.dir);
+	free(w.lp);
 	return rc;
 }
 
@@ -496,227 +605,4 @@ validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
 	(void)err;
 	return one(out, t, o, 1);
-}
-
-/* Whether key has a validate record of some payload (to say why none counts for this one). */
-static int
-other_payload(const char *state, const cJSON *key)
-{
-	const ledger_want any = {"validate", NULL, NULL, NULL, 1};
-	cJSON *last = NULL;
-	char err[LM_ERRLEN];
-	int found = ledger_load_verdict(&last, NULL, state, key, &any, err) == LM_OK && last != NULL;
-
-	cJSON_Delete(last);
-	return found;
-}
-
-ledger_want
-validate_want(const payload_info *info)
-{
-	return (ledger_want){"validate", info ? info->sha256 : NULL, info ? info->profile : NULL,
-		info ? info->workload : NULL, 0};
-}
-
-int
-validate_check(const char *state, const cJSON *key, const payload_info *info, char *why)
-{
-	cJSON *last = NULL;
-	const cJSON *v;
-	const ledger_want w = validate_want(info);
-	char who[400];
-	int rc;
-
-	if (ledger_load_verdict(&last, NULL, state, key, &w, why) != LM_OK)
-		return LM_EFAIL;
-	v = last ? cJSON_GetObjectItemCaseSensitive(last, "verdict") : NULL;
-	if (cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0)
-		rc = LM_OK;
-	else if (last == NULL && info != NULL && other_payload(state, key))
-		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version has validate "
-		    "records, but none for this payload (%.12s...: a verdict covers one payload)", info->sha256);
-	else if (last == NULL)
-		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version has no validate "
-		    "record");
-	else
-		rc = lm_err(why, LM_EREFUSED, "this workload requires validation and this image version's last validate "
-		    "record failed: %s", ledger_record_who(who, sizeof who, last));
-	cJSON_Delete(last);
-	return rc;
-}
-
-/* The image versions this process's gates have met (their keys, printed): while one VM of a
- * version validates it (busy), the others of that version wait, then read its verdict instead of
- * each running llama-perplexity. vm is the VM that last claimed it; recorded, that a verdict of
- * this process is in the ledger. Entries are only added, and live for the process. */
-typedef struct {
-	char *key, *vm;
-	int busy, recorded;
-} gate_entry;
-
-static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static gate_entry *gates;
-static size_t ngates;
-
-/* What gate_enter found: this VM validates (GATE_MINE), another VM of this process recorded a
- * verdict for the version (GATE_RECORDED), or another one tried and recorded none (GATE_TRIED):
- * while this one waited, or with once at any time before. */
-enum { GATE_MINE, GATE_RECORDED, GATE_TRIED };
-
-/* Waits until no other VM validates k; then GATE_RECORDED or GATE_TRIED with by (len bytes)
- * naming that VM, or claims k for vm as entry *at (gate_leave releases it): GATE_MINE. -1 out of
- * memory. */
-static int
-gate_enter(size_t *at, const char *k, const char *vm, int once, char *by, size_t len)
-{
-	size_t i;
-	int waited = 0, rc = GATE_MINE;
-	char *name;
-
-	pthread_mutex_lock(&gate_mu);
-	for (i = 0; i < ngates && strcmp(gates[i].key, k) != 0; i++)
-		;
-	while (i < ngates && gates[i].busy) {
-		waited = 1;
-		pthread_cond_wait(&gate_cv, &gate_mu);
-	}
-	if (i < ngates && (gates[i].recorded || waited || once)) {
-		snprintf(by, len, "%s", gates[i].vm ? gates[i].vm : "another VM");
-		rc = gates[i].recorded ? GATE_RECORDED : GATE_TRIED;
-	} else if ((name = strdup(vm)) == NULL)
-		rc = -1;
-	else {
-		if (i == ngates) {
-			gate_entry *v = realloc(gates, (ngates + 1) * sizeof *v);
-			char *kc = strdup(k);
-
-			if (v == NULL || kc == NULL) {
-				if (v)
-					gates = v;
-				free(kc);
-				free(name);
-				pthread_mutex_unlock(&gate_mu);
-				return -1;
-			}
-			gates = v;
-			gates[ngates++] = (gate_entry){kc, NULL, 0, 0};
-		}
-		free(gates[i].vm);
-		gates[i].vm = name;
-		gates[i].busy = 1;
-		*at = i;
-	}
-	pthread_mutex_unlock(&gate_mu);
-	return rc;
-}
-
-/* Releases entry at, which recorded a verdict in the ledger when r ended validated or
- * validation-failed. */
-static void
-gate_leave(size_t at, const cJSON *r)
-{
-	const char *st = cJSON_GetObjectItemCaseSensitive(r, "state")->valuestring;
-
-	pthread_mutex_lock(&gate_mu);
-	gates[at].busy = 0;
-	if (strcmp(st, "validated") == 0 || strcmp(st, "validation-failed") == 0)
-		gates[at].recorded = 1;
-	pthread_cond_broadcast(&gate_cv);
-	pthread_mutex_unlock(&gate_mu);
-}
-
-/* gate_enter for s's key; on -1 r is "failed". */
-static int
-gate_key(size_t *at, cJSON *r, const session_vm *s, const guest_target *t, int once, char *by, size_t len)
-{
-	char *k = cJSON_PrintUnformatted(s->key);
-	int g = k ? gate_enter(at, k, t->name, once, by, len) : -1;
-
-	free(k);
-	if (g < 0)
-		session_set_state(r, "failed", "out of memory");
-	return g;
-}
-
-int
-validate_gate(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
-{
-	const char *vm = t->via && strrchr(t->name, '/') ? strrchr(t->name, '/') + 1 : t->name;
-	char msg[LM_ERRLEN], why[LM_ERRLEN + 600], by[512];
-	int rc = validate_check(o->state, s->key, o->info, msg), g;
-	size_t at;
-
-	if (rc == LM_OK)
-		return LM_OK;
-	if (rc == LM_EFAIL || o->validate == NULL || o->dry_run) {
-		if (rc == LM_EFAIL)
-			session_set_state(r, "failed", msg);
-		else if (o->validate == NULL) {
-			snprintf(why, sizeof why, "%s; validate it first: lume-metal validate %s%s%s --workload %s%s%s --model "
-			    "PATH (or deploy with --validate-workload --model PATH)", msg, t->lume || t->via ? "" : "--host ", vm,
-			    t->via ? " --hosts FILE" : "", o->info->workload, strcmp(o->info->target, "macos") ? " --target " : "",
-			    strcmp(o->info->target, "macos") ? o->info->target : "");
-			session_set_state(r, "refused", why);
-		} else
-			return LM_OK; /* a dry run: the plan goes on, validation would run first */
-		return LM_EFAIL;
-	}
-	if ((g = gate_key(&at, r, s, t, 0, by, sizeof by)) < 0)
-		return LM_EFAIL;
-	if (g == GATE_MINE) {
-		rc = validate_session(r, s, t, o);
-		gate_leave(at, r);
-	} else if ((rc = validate_check(o->state, s->key, o->info, msg)) != LM_OK) {
-		/* Another VM of this version validated it, or tried, while this one waited: its verdict stands. */
-		snprintf(why, sizeof why, "%s (in this run)", msg);
-		session_set_state(r, rc == LM_EFAIL ? "failed" : "refused", why);
-	}
-	return rc;
-}
-
-int
-validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o)
-{
-	char msg[LM_ERRLEN + 700], by[512];
-	cJSON *last = NULL;
-	const cJSON *v, *why;
-	ledger_want want;
-	size_t at;
-	int g, rc;
-
-	if ((g = gate_key(&at, r, s, t, 1, by, sizeof by)) < 0)
-		return LM_EFAIL;
-	if (g == GATE_MINE) {
-		rc = validate_session(r, s, t, o);
-		gate_leave(at, r);
-		return rc;
-	}
-	if (g == GATE_TRIED) {
-		snprintf(msg, sizeof msg, "not validated: %.400s, of the same image version, ran first in this run and "
-		    "recorded no verdict; run validate again", by);
-		session_set_state(r, "skipped", msg);
-		return LM_EFAIL;
-	}
-	want = validate_want(o->info);
-	if (ledger_load_verdict(&last, NULL, o->state, s->key, &want, msg) != LM_OK) {
-		session_set_state(r, "failed", msg);
-		return LM_EFAIL;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(last, "verdict");
-	why = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(last, "reasons"), 0);
-	rc = cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0 ? LM_OK : LM_EFAIL;
-	if (last == NULL)
-		snprintf(msg, sizeof msg, "its image version has no validate record, though %.400s recorded one in this run",
-		    by);
-	else if (rc == LM_OK)
-		snprintf(msg, sizeof msg, "its image version was validated on %.400s in this run", by);
-	else
-		snprintf(msg, sizeof msg, "its image version failed validation on %.400s in this run: %.200s", by,
-		    cJSON_IsString(why) ? why->valuestring : "validation failed");
-	session_set_state(r, rc == LM_OK ? "validated" : last ? "validation-failed" : "failed", msg);
-	if (last)
-		cJSON_AddStringToObject(r, "validatedBy", by);
-	cJSON_Delete(last);
-	return rc;
 }

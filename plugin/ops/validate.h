@@ -132,6 +132,11 @@ typedef struct validate_opts {
  * pass, LM_EFAIL otherwise. */
 int validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o);
 
+/* validate_session's steps are a table run by one loop; the rows of the arms report their start
+ * and end through validate_opts.progress under their names. The i-th arm's name, in order
+ * ("stock", then "shim"), or NULL past the last. */
+const char *validate_arm_name(int i);
+
 /* validate on one VM: connects (session_open) and runs validate_session. LM_OK with *out
  * (caller frees) as deploy_one's. */
 int validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err);

@@ -14,14 +14,6 @@
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 
-static const char *
-gstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static long
 timeout_of(const verdicts_cfg *cfg)
 {
@@ -60,7 +52,7 @@ verdicts_ref_parse(verdicts_ref *out, const char *ref, const verdicts_cfg *cfg, 
 	if ((at = strchr(out->repo, '@')) != NULL) {
 		snprintf(out->digest, sizeof out->digest, "%s", at + 1);
 		out->repo[at - out->repo] = '\0';
-		if (strncmp(out->digest, "sha256:", 7) != 0 || !lm_is_sha256(out->digest + 7))
+		if (!lm_is_digest(out->digest))
 			return lm_err(err, LM_EINPUT, "%s: the digest after @ is not sha256: and 64 lowercase hex", ref);
 	} else if ((colon = strrchr(out->repo, ':')) != NULL) {
 		snprintf(out->tag, sizeof out->tag, "%s", colon + 1);
@@ -123,7 +115,7 @@ verdicts_image(registry_client *c, const verdicts_ref *vr, const char *digest, c
 		return lm_err(err, LM_EFAIL, "registry %s: no such image %s%s%s", vr->registry, vr->repo,
 		    strncmp(ref, "sha256:", 7) == 0 ? "@" : ":", ref);
 	m = cJSON_ParseWithLength(body, len);
-	snprintf(mt, 128, "%s", gstr(m, "mediaType") ? gstr(m, "mediaType") : OCI_MANIFEST);
+	snprintf(mt, 128, "%s", lm_jstr(m, "mediaType") ? lm_jstr(m, "mediaType") : OCI_MANIFEST);
 	*size = (long long)len;
 	cJSON_Delete(m);
 	free(body);
@@ -136,8 +128,8 @@ verdicts_image(registry_client *c, const verdicts_ref *vr, const char *digest, c
 static int
 form_of(const cJSON *o)
 {
-	const char *t = gstr(o, "artifactType");
-	const char *pt = gstr(cJSON_GetObjectItemCaseSensitive(o, "annotations"), "dev.sigstore.bundle.predicateType");
+	const char *t = lm_jstr(o, "artifactType");
+	const char *pt = lm_jstr(cJSON_GetObjectItemCaseSensitive(o, "annotations"), "dev.sigstore.bundle.predicateType");
 
 	if (t != NULL && strcmp(t, VERDICT_BUNDLE_TYPE) == 0)
 		return pt != NULL && strcmp(pt, VERDICT_PREDICATE_TYPE) == 0;
@@ -166,20 +158,20 @@ fetch_one(registry_client *c, const char *artifact, const char *image_digest, co
 		why = "listed, but the registry has no such manifest";
 	else if (verdict_too_deep(body, len, VERDICT_DEPTH_MAX) || (m = cJSON_ParseWithLength(body, len)) == NULL)
 		why = "its manifest is not JSON, or nests too deep";
-	else if ((t = gstr(m, "artifactType")) == NULL || ((bundle = strcmp(t, VERDICT_BUNDLE_TYPE) == 0) == 0 &&
+	else if ((t = lm_jstr(m, "artifactType")) == NULL || ((bundle = strcmp(t, VERDICT_BUNDLE_TYPE) == 0) == 0 &&
 	    strcmp(t, VERDICT_ARTIFACT_TYPE) != 0))
 		why = "its manifest's artifactType is neither " VERDICT_BUNDLE_TYPE " nor " VERDICT_ARTIFACT_TYPE;
-	else if (gstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest") == NULL ||
-	    strcmp(gstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest"), image_digest) != 0)
+	else if (lm_jstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest") == NULL ||
+	    strcmp(lm_jstr(cJSON_GetObjectItemCaseSensitive(m, "subject"), "digest"), image_digest) != 0)
 		why = "its subject is another image: refused";
 	else if (!cJSON_IsObject(layer = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "layers"), 0)) ||
-	    gstr(layer, "mediaType") == NULL || gstr(layer, "digest") == NULL ||
-	    strcmp(gstr(layer, "mediaType"), bundle ? VERDICT_BUNDLE_TYPE : VERDICT_ENVELOPE_TYPE) != 0)
+	    lm_jstr(layer, "mediaType") == NULL || lm_jstr(layer, "digest") == NULL ||
+	    strcmp(lm_jstr(layer, "mediaType"), bundle ? VERDICT_BUNDLE_TYPE : VERDICT_ENVELOPE_TYPE) != 0)
 		why = bundle ? "its first layer is not a Sigstore bundle v0.3" : "its first layer is not a DSSE envelope";
 	else if (!cJSON_IsNumber(sz = cJSON_GetObjectItemCaseSensitive(layer, "size")) || sz->valuedouble < 0 ||
 	    sz->valuedouble > VERDICT_ENVELOPE_MAX)
 		why = "its envelope is larger than the bound: refused";
-	else if (registry_blob_get(c, gstr(layer, "digest"), VERDICT_ENVELOPE_MAX, &blob, &blen, err) != LM_OK)
+	else if (registry_blob_get(c, lm_jstr(layer, "digest"), VERDICT_ENVELOPE_MAX, &blob, &blen, err) != LM_OK)
 		why = err;
 	if (why != NULL) {
 		cJSON_AddStringToObject(a, "status", "refused");
@@ -233,7 +225,7 @@ cmp_signed(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
 
-	return ledger_time_cmp(gstr(y, "time"), gstr(x, "time"));
+	return ledger_time_cmp(lm_jstr(y, "time"), lm_jstr(x, "time"));
 }
 
 /* An entry {"artifact", "status", "reason"} of arts for an artifact not read. */
@@ -280,16 +272,16 @@ read_listed(registry_client *c, const cJSON *list, const char *image_digest, con
 	if ((v = calloc(cap, sizeof *v)) == NULL || (trusted = calloc(cap, sizeof *trusted)) == NULL)
 		goto done;
 	cJSON_ArrayForEach(e, list) {
-		const char *ad = gstr(e, "digest");
+		const char *ad = lm_jstr(e, "digest");
 
 		at++;
 		if (form_of(e) == 0)
 			continue;
-		if (ad == NULL || strncmp(ad, "sha256:", 7) != 0 || !lm_is_sha256(ad + 7)) {
+		if (!lm_is_digest(ad)) {
 			not_read(arts, NULL, "refused", "the index lists a digest that is not sha256: and 64 hex");
 			continue;
 		}
-		v[n++] = (listed){ad, gstr(cJSON_GetObjectItemCaseSensitive(e, "annotations"), "org.opencontainers.image.created"),
+		v[n++] = (listed){ad, lm_jstr(cJSON_GetObjectItemCaseSensitive(e, "annotations"), "org.opencontainers.image.created"),
 			at};
 	}
 	qsort(v, n, sizeof *v, cmp_listed);
@@ -302,7 +294,7 @@ read_listed(registry_client *c, const cJSON *list, const char *image_digest, con
 		else {
 			fetch_one(c, v[i].digest, image_digest, cfg, arts);
 			a = cJSON_GetArrayItem(arts, cJSON_GetArraySize(arts) - 1);
-			if (strcmp(gstr(a, "status"), "trusted") == 0)
+			if (strcmp(lm_jstr(a, "status"), "trusted") == 0)
 				trusted[nt++] = a;
 		}
 	}
@@ -377,8 +369,8 @@ holds(const cJSON *doc, const cJSON *rec, const char *statement, const char *art
 
 		if (!(st ? strcmp(st, statement) == 0 : art != NULL && strcmp(art, artifact) == 0))
 			continue;
-		if (gstr(r, "kind") && strcmp(gstr(r, "kind"), gstr(rec, "kind")) == 0 && gstr(r, "time") &&
-		    strcmp(gstr(r, "time"), gstr(rec, "time")) == 0)
+		if (lm_jstr(r, "kind") && strcmp(lm_jstr(r, "kind"), lm_jstr(rec, "kind")) == 0 && lm_jstr(r, "time") &&
+		    strcmp(lm_jstr(r, "time"), lm_jstr(rec, "time")) == 0)
 			return 1;
 	}
 	return 0;
@@ -393,7 +385,7 @@ verdicts_import(int *added, const char *state, const cJSON *fetched, char *err)
 	*added = 0;
 	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(fetched, "artifacts")) {
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(a, "key");
-		const char *art = gstr(a, "artifact"), *st = gstr(a, "status"), *stmt = gstr(a, "statement");
+		const char *art = lm_jstr(a, "artifact"), *st = lm_jstr(a, "status"), *stmt = lm_jstr(a, "statement");
 		cJSON *doc = NULL;
 
 		if (st == NULL || strcmp(st, "trusted") != 0 || !cJSON_IsObject(key) || art == NULL || stmt == NULL)
@@ -413,12 +405,12 @@ verdicts_import(int *added, const char *state, const cJSON *fetched, char *err)
 			 * what an older signer put at the top level says nothing of that. */
 			cJSON_DeleteItemFromObjectCaseSensitive(rec, "signer");
 			cJSON_DeleteItemFromObjectCaseSensitive(rec, "artifact");
-			if (gstr(rec, "source") && strcmp(gstr(rec, "source"), "registry") == 0)
+			if (lm_jstr(rec, "source") && strcmp(lm_jstr(rec, "source"), "registry") == 0)
 				cJSON_DeleteItemFromObjectCaseSensitive(rec, "source");
 			imp = cJSON_AddObjectToObject(rec, LEDGER_IMPORTED);
 			cJSON_AddStringToObject(imp, "from", "registry");
-			ledger_add_str(imp, "repository", gstr(fetched, "repository"));
-			cJSON_AddStringToObject(imp, "signer", gstr(a, "signer"));
+			ledger_add_str(imp, "repository", lm_jstr(fetched, "repository"));
+			cJSON_AddStringToObject(imp, "signer", lm_jstr(a, "signer"));
 			cJSON_AddStringToObject(imp, "artifact", art);
 			cJSON_AddStringToObject(imp, "statement", stmt);
 			rc = ledger_append(state, key, rec, err);
@@ -496,15 +488,15 @@ look_up(int *imported, const session_vm *s, const session_opts *o, const char *n
 	}
 	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(f, "artifacts")) {
 		n++;
-		if (strcmp(gstr(a, "status"), "trusted") == 0) {
+		if (strcmp(lm_jstr(a, "status"), "trusted") == 0) {
 			trusted++;
 			if (signer == NULL) /* the newest by signed time comes first */
-				signer = gstr(a, "signer"), artifact = gstr(a, "artifact");
-		} else if (strcmp(gstr(a, "status"), "known") == 0 || strcmp(gstr(a, "status"), "older") == 0)
+				signer = lm_jstr(a, "signer"), artifact = lm_jstr(a, "artifact");
+		} else if (strcmp(lm_jstr(a, "status"), "known") == 0 || strcmp(lm_jstr(a, "status"), "older") == 0)
 			current++;
 		else if (untrusted == NULL) {
-			untrusted = gstr(a, "signer");
-			why = gstr(a, "reason");
+			untrusted = lm_jstr(a, "signer");
+			why = lm_jstr(a, "reason");
 		}
 	}
 	if (trusted > 0 && (rc = verdicts_import(&added, o->state, f, err)) != LM_OK) {
@@ -606,8 +598,8 @@ verdicts_consult(cJSON *r, const session_vm *s, const session_opts *o)
 void
 verdicts_annotate(cJSON *r)
 {
-	const char *st = gstr(r, "state"), *m = gstr(r, "message");
-	const char *vm = gstr(cJSON_GetObjectItemCaseSensitive(r, "verdicts"), "message");
+	const char *st = lm_jstr(r, "state"), *m = lm_jstr(r, "message");
+	const char *vm = lm_jstr(cJSON_GetObjectItemCaseSensitive(r, "verdicts"), "message");
 	char buf[LM_ERRLEN * 3];
 
 	if (st == NULL || strcmp(st, "refused") != 0 || vm == NULL)

@@ -14,14 +14,6 @@
 #define OCI_INDEX "application/vnd.oci.image.index.v1+json"
 #define OCI_EMPTY "application/vnd.oci.empty.v1+json"
 
-static const char *
-gstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* What verdicts_push gathers from the ledger: per document of the digest, its key and records. */
 typedef struct {
 	const char *digest;
@@ -37,18 +29,18 @@ gather_doc(const cJSON *doc, const char *path, void *arg)
 	cJSON *e, *recs;
 
 	(void)path;
-	if (gstr(key, "imageDigest") == NULL || strcmp(gstr(key, "imageDigest"), g->digest) != 0)
+	if (lm_jstr(key, "imageDigest") == NULL || strcmp(lm_jstr(key, "imageDigest"), g->digest) != 0)
 		return 0;
 	/* The newest (by time) of each, made here: an imported record is its signer's, not ours to sign. */
 	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "records")) {
-		const char *k = gstr(r, "kind");
+		const char *k = lm_jstr(r, "kind");
 		const cJSON **slot;
 
 		if (k == NULL || ledger_is_imported(r) || (strcmp(k, "deploy") != 0 && strcmp(k, "golden") != 0 &&
 		    strcmp(k, "validate") != 0))
 			continue;
 		slot = strcmp(k, "validate") == 0 ? &last_v : &last_dg;
-		if (*slot == NULL || ledger_time_cmp(gstr(r, "time"), gstr(*slot, "time")) >= 0)
+		if (*slot == NULL || ledger_time_cmp(lm_jstr(r, "time"), lm_jstr(*slot, "time")) >= 0)
 			*slot = r;
 	}
 	if (last_dg == NULL && last_v == NULL)
@@ -85,7 +77,7 @@ fallback_add(registry_client *c, const char *image_digest, cJSON *desc, char *er
 	char tag[80], d[REGISTRY_DIGEST_LEN + 1], *body = NULL, *text = NULL;
 	size_t len = 0;
 	cJSON *idx = NULL, *list, *e;
-	const char *ad = gstr(desc, "digest");
+	const char *ad = lm_jstr(desc, "digest");
 	int rc, i = 0;
 
 	snprintf(tag, sizeof tag, "sha256-%s", image_digest + 7);
@@ -93,7 +85,7 @@ fallback_add(registry_client *c, const char *image_digest, cJSON *desc, char *er
 		goto done;
 	if (body != NULL && (verdict_too_deep(body, len, VERDICT_DEPTH_MAX) ||
 	    (idx = cJSON_ParseWithLength(body, len)) == NULL || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(idx,
-	    "manifests")) || gstr(idx, "mediaType") == NULL || strcmp(gstr(idx, "mediaType"), OCI_INDEX) != 0)) {
+	    "manifests")) || lm_jstr(idx, "mediaType") == NULL || strcmp(lm_jstr(idx, "mediaType"), OCI_INDEX) != 0)) {
 		rc = lm_err(err, LM_EFAIL, "the fallback tag %s is not an image index (mediaType " OCI_INDEX "): not changed",
 		    tag);
 		goto done;
@@ -106,7 +98,7 @@ fallback_add(registry_client *c, const char *image_digest, cJSON *desc, char *er
 	}
 	list = cJSON_GetObjectItemCaseSensitive(idx, "manifests");
 	cJSON_ArrayForEach(e, list) {
-		if (gstr(e, "digest") && strcmp(gstr(e, "digest"), ad) == 0)
+		if (lm_jstr(e, "digest") && strcmp(lm_jstr(e, "digest"), ad) == 0)
 			break;
 		i++;
 	}
@@ -143,7 +135,7 @@ push_one(const pushing *p, const cJSON *doc, char md[REGISTRY_DIGEST_LEN + 1], i
 	const cJSON *recs = cJSON_GetObjectItemCaseSensitive(doc, "records"), *r;
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(doc, "key");
 	cJSON *st = verdict_statement(p->name, p->digest, p->reference, key, recs), *m = NULL, *layer, *ann;
-	char bd[REGISTRY_DIGEST_LEN + 1], label[LEDGER_STR_MAX + 64], title[96], *bundle = NULL, *mtext = NULL, hex[65];
+	char bd[REGISTRY_DIGEST_LEN + 1], label[LEDGER_STR_MAX + 64], title[96], *bundle = NULL, *mtext = NULL;
 	const char *created = "1970-01-01T00:00:00Z";
 	size_t blen = 0;
 	int rc;
@@ -151,8 +143,8 @@ push_one(const pushing *p, const cJSON *doc, char md[REGISTRY_DIGEST_LEN + 1], i
 	/* Deterministic: the same records make the same artifact (with Ed25519, which signs
 	 * deterministically), its creation time the newest record's. */
 	cJSON_ArrayForEach(r, recs)
-		if (gstr(r, "time") && strcmp(gstr(r, "time"), created) > 0)
-			created = gstr(r, "time");
+		if (lm_jstr(r, "time") && strcmp(lm_jstr(r, "time"), created) > 0)
+			created = lm_jstr(r, "time");
 	if (st == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 	else if ((rc = verdict_sign_bundle(&bundle, &blen, st, p->k, err)) == LM_OK)
@@ -181,8 +173,7 @@ push_one(const pushing *p, const cJSON *doc, char md[REGISTRY_DIGEST_LEN + 1], i
 	if ((mtext = cJSON_PrintUnformatted(m)) == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 	else { /* under its own digest: an artifact has no tag */
-		lm_sha256_hex(hex, mtext, strlen(mtext));
-		snprintf(md, REGISTRY_DIGEST_LEN + 1, "sha256:%s", hex);
+		lm_digest(md, mtext, strlen(mtext));
 		rc = registry_manifest_put(p->c, md, OCI_MANIFEST, mtext, strlen(mtext), md, subject, err);
 	}
 	if (rc == LM_OK && !*subject) {

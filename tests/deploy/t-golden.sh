@@ -73,6 +73,13 @@ rc=$?
 check "a golden build that passes exits 0" test "$rc" -eq 0
 check_grep "... published" '"state":"published"' "$T/g1"
 check_grep "... with progress per step and the elapsed time on stderr" 'golden \[ *[0-9.]+ s\] push +done' "$T/g1.err"
+# The steps' names, printed and in the result, are the table's in the order docs/interfaces.md
+# lists them (this build has no pull).
+want=$(sed -n 's/^golden steps: .pull. //p' "$TOP/docs/interfaces.md" | tr -d '`')
+got=$(sed -n 's/^golden \[ *[0-9.]* s\] \([a-z]*\) .*/\1/p' "$T/g1.err" | uniq | tr '\n' ' ')
+check "... the progress lines name the steps docs/interfaces.md lists, in order: $want" test -n "$want" -a "$got" = "$want "
+got=$(python3 -c 'import json,sys; print(" ".join(s["step"] for s in json.load(open(sys.argv[1]))["steps"]))' "$T/g1")
+check "... and so do the result's steps" test "$got" = "$want"
 D=$(head_digest org/shim 1)
 check "... pushed: the registry has shim:1 (curl -I)" sh -c "printf '%s' '$D' | grep -Eqx 'sha256:[0-9a-f]{64}'"
 check "... and the additional tag, the same manifest" test "$(head_digest org/shim latest)" = "$D"

@@ -43,6 +43,9 @@ check_has "... the text's SHA-256" "\"textSha256\":\"$TEXT_SHA\"" "$T/.out"
 check_has "... llama.cpp's build line" '"build":"10167 (ee3d1b54c) with Apple clang' "$T/.out"
 check_grep "... progress per arm with its time, on stderr" 'tahoe-v: stock arm finished at [0-9.]+ s' "$T/.out"
 check_grep "... both arms" 'tahoe-v: shim arm finished at [0-9.]+ s' "$T/.out"
+want=$(sed -n 's/^validate arms: //p' "$TOP/docs/interfaces.md" | tr -d '`')
+got=$(sed -n 's/^lume-metal: tahoe-v: \([a-z]*\) arm started at .*/\1/p' "$T/.out" | tr '\n' ' ')
+check "... the arms named as docs/interfaces.md lists them, in order: $want" test -n "$want" -a "$got" = "$want "
 check "... and the guest's scratch directory is gone" test "$(scratch)" -eq "$n0"
 check "the evidence has both arms' raw output, the record and SHA256SUMS" sh -c 'cd "$1" &&
 	for f in stock.stdout stock.stderr shim.stdout shim.stderr record.json SHA256SUMS; do test -s "$f" || exit 1; done &&

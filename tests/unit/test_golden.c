@@ -7,10 +7,39 @@
 #include <unistd.h>
 
 #include "ops/golden.h"
+#include "ops/validate.h"
 #include "core/ledger.h"
 #include "net/lume.h"
+#include "net/registry.h"
 #include "unit.h"
 #include "core/util.h"
+
+/* The backquoted words of the docs/interfaces.md line that starts with marker, each followed by a
+ * space, into out (len bytes); "" when there is no such line. */
+static void
+doc_list(char *out, size_t len, const char *marker)
+{
+	char *doc = NULL, err[LM_ERRLEN];
+	const char *p, *end, *q, *e;
+	size_t n, k = 0;
+
+	out[0] = '\0';
+	if (lm_read_file(&doc, &n, LM_DATADIR "/docs/interfaces.md", 1u << 22, err) != LM_OK)
+		return;
+	if ((p = strstr(doc, marker)) != NULL && (p == doc || p[-1] == '\n')) {
+		end = strchr(p, '\n') ? strchr(p, '\n') : p + strlen(p);
+		for (q = strchr(p, '`'); q && q < end && (e = strchr(q + 1, '`')) && e < end; q = strchr(e + 1, '`')) {
+			int w = snprintf(out + k, len - k, "%.*s ", (int)(e - q - 1), q + 1);
+
+			if (w < 0 || (size_t)w >= len - k) {
+				out[0] = '\0';
+				break;
+			}
+			k += (size_t)w;
+		}
+	}
+	free(doc);
+}
 
 int
 main(void)
@@ -31,10 +60,30 @@ main(void)
 	UNIT_OK(!golden_image_tag_ok("shim:1:2"), "two colons are refused");
 	UNIT_OK(!golden_image_tag_ok("-shim:1") && !golden_image_tag_ok("shim:-1"), "a leading - is refused");
 	UNIT_OK(!golden_image_tag_ok("shim:1 --force") && !golden_image_tag_ok("sh im:1"), "a space is refused");
-	UNIT_OK(golden_registry_ok("ghcr.io") && golden_registry_ok("127.0.0.5:5000") && golden_registry_ok("[::1]:5000"),
-	    "ghcr.io, HOST:PORT and [v6]:PORT are registries");
-	UNIT_OK(!golden_registry_ok("") && !golden_registry_ok("ghcr.io/x") && !golden_registry_ok("-r") &&
-	    !golden_registry_ok("h:p") && !golden_registry_ok("h:123456"), "a path, a flag or a bad port is not");
+	UNIT_OK(registry_host_ok("ghcr.io", NULL) && registry_host_ok("127.0.0.5:5000", NULL) &&
+	    registry_host_ok("[::1]:5000", NULL), "ghcr.io, HOST:PORT and [v6]:PORT are registries");
+	UNIT_OK(!registry_host_ok("", NULL) && !registry_host_ok("ghcr.io/x", NULL) && !registry_host_ok("-r", NULL) &&
+	    !registry_host_ok("h:p", NULL) && !registry_host_ok("h:123456", NULL), "a path, a flag or a bad port is not");
+	UNIT_OK(!golden_image_tag_ok("a..b:1") && !golden_image_tag_ok("a//b:1") && !golden_image_tag_ok("a/:1"),
+	    "an IMAGE that is no OCI repository is refused, as the registry would");
+
+	/* The steps' names are the tables', in the order docs/interfaces.md lists them: golden's (its
+	 * progress lines and its result's "steps") and validate's arms (their progress lines). */
+	{
+		char names[400], got[400] = "";
+
+		doc_list(names, sizeof names, "golden steps: ");
+		for (int i = 0; i < GOLDEN_NSTEPS; i++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s ", golden_step_name(i));
+		UNIT_OK(names[0] != '\0' && strcmp(got, names) == 0, "golden's steps are docs/interfaces.md's: %s", names);
+		UNIT_OK(strcmp(golden_step_name(GOLDEN_NSTEPS), "?") == 0 && strcmp(golden_step_name(-1), "?") == 0,
+		    "... and a number past them has no name");
+		doc_list(names, sizeof names, "validate arms: ");
+		got[0] = '\0';
+		for (int i = 0; validate_arm_name(i) != NULL; i++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s ", validate_arm_name(i));
+		UNIT_OK(names[0] != '\0' && strcmp(got, names) == 0, "validate's arms are docs/interfaces.md's: %s", names);
+	}
 
 	/* The key: the deploy key's facts, the pushed digest, image null, in ledger_key_of's order. */
 	{

@@ -106,6 +106,63 @@ creds_tests(void)
 	unsetenv("GHCR_USERNAME");
 }
 
+/* n bytes of a DNS-like name ("a.a.a...a") into out (n + 1 bytes). */
+static char *
+long_name(char *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = i % 2 ? '.' : 'a';
+	out[n - (n % 2 == 0)] = 'a';
+	out[n] = '\0';
+	return out;
+}
+
+/* The name limits, where golden (253 bytes for the registry) and the client (255 for each of
+ * the registry and the repository) once disagreed: the reference grammar's one limit is 255
+ * bytes for REGISTRY/REPO. */
+static void
+length_tests(void)
+{
+	char host[300], repo[300], out[REGISTRY_DIGEST_LEN + 1], err[LM_ERRLEN];
+	registry_client *c = NULL;
+	int rc;
+
+	rc = registry_client_new(&c, long_name(host, 254), "org/img", NULL, 0, 1000, err);
+	UNIT_OK(rc == LM_EINPUT && c == NULL, "a 254-byte registry is refused: no repository fits after it");
+	registry_client_free(c);
+	c = NULL;
+	rc = registry_client_new(&c, long_name(host, 253), "o", NULL, 0, 1000, err);
+	UNIT_OK(rc == LM_OK && c != NULL, "a 253-byte registry with a one-byte repository is 255 bytes: accepted");
+	registry_client_free(c);
+	memset(repo, 'a', 250);
+	repo[250] = '\0';
+	rc = registry_manifest_digest(out, "127.0.0.1:1", repo, "latest", NULL, err);
+	UNIT_OK(rc == LM_EINPUT, "127.0.0.1:1/ and a 250-byte repository, 262 bytes, are refused");
+	UNIT_HAS(err, "longer than 255 bytes", "... saying so");
+	repo[243] = '\0';
+	rc = registry_manifest_digest(out, "127.0.0.1:1", repo, "latest", NULL, err);
+	UNIT_OK(rc == LM_EFAIL, "... and 255 bytes pass the checks (port 1 is unreachable)");
+}
+
+/* The host rule of the reference grammar, and the loopback answer the client's scheme follows. */
+static void
+rule_tests(void)
+{
+	int loop = -1;
+
+	UNIT_OK(registry_host_ok("my-reg.example:5000", NULL) && registry_host_ok("a", NULL),
+	    "a domain with a hyphen inside a component, and a one-letter host, are registries");
+	UNIT_OK(!registry_host_ok("a-.b", NULL) && !registry_host_ok("a.-b", NULL) && !registry_host_ok("a..b", NULL) &&
+	    !registry_host_ok("a.", NULL) && !registry_host_ok(".a", NULL), "a component that starts or ends with - or "
+	    "is empty is not");
+	UNIT_OK(registry_host_ok("localhost:5000", &loop) && loop == 1, "localhost is loopback");
+	UNIT_OK(registry_host_ok("[::1]", &loop) && loop == 1 && registry_host_ok("10.0.0.1", &loop) && loop == 0,
+	    "[::1] is, 10.0.0.1 is not");
+	UNIT_OK(!registry_name_ok("ghcr.io", "Org/x", NULL) && registry_name_ok("ghcr.io", "org/x", NULL),
+	    "registry_name_ok applies the repository rule");
+	UNIT_OK(registry_tag_ok("_a.b-C") && !registry_tag_ok(NULL) && !registry_repo_ok(NULL), "tags; NULL is no name");
+}
+
 static void
 input_tests(void)
 {
@@ -137,6 +194,7 @@ input_tests(void)
 	UNIT_HAS(err, "registry 127.0.0.1:1 is unreachable", "... naming the registry");
 	rc = registry_manifest_digest_timeout(out, "127.0.0.1:1", "org/img", "latest", NULL, 0, err);
 	UNIT_OK(rc == LM_EINPUT, "a zero timeout is refused");
+	length_tests();
 }
 
 static void
@@ -292,6 +350,7 @@ main(int argc, char **argv)
 		return 2;
 	creds_tests();
 	input_tests();
+	rule_tests();
 	real_tests(port);
 	stub_tests(port);
 	sh("sh " LM_DATADIR "/tests/registry.sh stop %s/plain; sh " LM_DATADIR "/tests/registry.sh stop %s/authed; rm -rf %s", dir,
