@@ -86,7 +86,4 @@ const char *identity_doc_ref(const cJSON *doc);
 /* Whether ref names doc's image version: its key's "image" or any of its records' "image". */
 int identity_doc_is(const cJSON *doc, const char *ref);
 
-/* The shell script the exec runs (for the lint and tests). */
-extern const char identity_host_script[];
-
 #endif

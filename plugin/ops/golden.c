@@ -17,12 +17,6 @@
 #include "ops/validate.h"
 #include "ops/verdicts.h"
 
-/* image.json beside current and previous, written whole or not at all: a temporary file in the
- * same directory, then rename. The JSON comes on stdin; the directory is the one argument. */
-static const char stamp_script[] =
-    "umask 022; mkdir -p \"$1\" || exit 1; t=\"$1/.image.json.$$\"\n"
-    "cat >\"$t\" && mv -f \"$t\" \"$1/image.json\" || { rm -f \"$t\"; exit 1; }";
-
 static const char *const step_names[GOLDEN_NSTEPS] = {
 	"pull", "clone", "run", "ssh", "deploy", "workload", "stamp", "stop", "push", "digest", "tag", "record", "attach",
 	"delete",
@@ -245,11 +239,12 @@ plan(build *g)
 	    "the profile, activate only on a pass", o->build, o->deploy.info ? o->deploy.info->sha256 : "?");
 	g->cmd[GOLDEN_WORKLOAD] = text(o->model ? "validate --model %s" : "none (no --model)", o->model, NULL);
 	{
-		const char *a[] = {"sh", "-c", stamp_script, "sh", GUEST_ROOT, NULL};
+		const char *a[] = {GUEST_ROOT, NULL};
+		remote_cmd *stamp_cmd;
 
-		if (ssh_quote_argv(&b, a) == LM_OK)
-			g->cmd[GOLDEN_STAMP] = text("%s < image.json%s", b.data, NULL);
-		lm_buf_free(&b);
+		if (rcmd_script(&stamp_cmd, RSCRIPT_STAMP, a) == LM_OK)
+			g->cmd[GOLDEN_STAMP] = text("%s < image.json%s", rcmd_text(stamp_cmd), NULL);
+		rcmd_free(stamp_cmd);
 	}
 	{
 		const char *a[] = {lume, "stop", o->build, NULL};
@@ -346,11 +341,11 @@ static int
 stamp(build *g, const char *json, char *err)
 {
 	const golden_opts *o = g->o;
-	const char *a[] = {"sh", "-c", stamp_script, "sh", GUEST_ROOT, NULL};
+	const char *a[] = {GUEST_ROOT, NULL};
 	guest_target *t = NULL;
 	ssh_conn *c = NULL;
 	ssh_opts so = o->deploy.ssh;
-	lm_buf cmd = {0};
+	remote_cmd *cmd = NULL;
 	ssh_result res = {0};
 	int why = 0, rc;
 
@@ -360,18 +355,18 @@ stamp(build *g, const char *json, char *err)
 	t->port = o->port;
 	if ((rc = guest_connect(&c, &why, t, &so, o->deploy.lume, o->deploy.wait_s, err)) != LM_OK)
 		goto done;
-	if ((rc = ssh_quote_argv(&cmd, a)) != LM_OK) {
+	if ((rc = rcmd_script(&cmd, RSCRIPT_STAMP, a)) != LM_OK) {
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 		goto done;
 	}
-	if ((rc = ssh_exec(c, cmd.data, json, strlen(json), &res, err)) != LM_OK)
+	if ((rc = ssh_exec(c, cmd, json, strlen(json), &res, err)) != LM_OK)
 		goto done;
 	if (res.signal[0] || res.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "writing image.json in the guest failed (exit %d): %.200s", res.exit_code,
 		    res.err.data ? res.err.data : "");
 	ssh_result_free(&res);
 done:
-	lm_buf_free(&cmd);
+	rcmd_free(cmd);
 	ssh_close(c);
 	guest_target_free(t);
 	return rc;

@@ -15,21 +15,6 @@
 #include "core/ledger.h"
 #include "core/util.h"
 
-static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-validate.XXXXXX\"";
-/* $1 the scratch directory (payload.tar.gz and text.txt uploaded there), $2 llama-perplexity,
- * $3 the model. Prints llama-perplexity's path, the model's and the text's SHA-256. */
-static const char prep_script[] =
-    "cd \"$1\" || exit 1\n"
-    "tar -xzf payload.tar.gz bin/run-with-shim lib shim.env || { echo 'cannot unpack the payload' >&2; exit 1; }\n"
-    "PATH=" GUEST_TOOL_PATH ":$PATH\n"
-    "lp=$(command -v -- \"$2\") || { echo \"llama-perplexity not found in the guest: $2 (looked in "
-    GUEST_TOOL_PATH " and PATH)\" >&2; exit 3; }\n"
-    "[ -f \"$3\" ] && [ -r \"$3\" ] || { echo \"model not found in the guest: $3\" >&2; exit 4; }\n"
-    "printf '%s\\n' \"$lp\"; shasum -a 256 \"$3\" | cut -c1-64; shasum -a 256 text.txt | cut -c1-64";
-/* $1 the scratch directory; the rest is the command. */
-static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
-static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
-
 static void
 add_num(cJSON *o, const char *k, double v)
 {
@@ -73,22 +58,26 @@ arm_free(arm *a)
 	lm_buf_free(&a->err);
 }
 
-/* Runs argv in the guest; a, its output and exit status. LM_OK when it ran to an exit status.
- * cmdline, when not NULL, gets the command arm_script runs (argv from its sixth word). */
+/* Runs script (guest-scripts/) with args in the guest; a, its output and exit status. LM_OK when
+ * it ran to an exit status. cmdline, when not NULL, gets the command in-dir.sh runs (args from
+ * the second). */
 static int
-run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
+run(arm *a, ssh_conn *c, rscript script, const char *const *args, lm_buf *cmdline)
 {
-	lm_buf cmd = {0};
+	remote_cmd *cmd = NULL, *shown = NULL;
 	ssh_result res;
 	int rc;
 
 	a->code = -1;
-	if (ssh_quote_argv(&cmd, argv) != LM_OK || (cmdline && ssh_quote_argv(cmdline, argv + 5) != LM_OK)) {
-		lm_buf_free(&cmd);
+	if (rcmd_script(&cmd, script, args) != LM_OK || (cmdline && (rcmd_argv(&shown, args + 1) != LM_OK ||
+	    lm_buf_addf(cmdline, "%s", rcmd_text(shown)) != 0))) {
+		rcmd_free(cmd);
+		rcmd_free(shown);
 		return lm_err(a->msg, LM_EFAIL, "out of memory");
 	}
-	rc = ssh_exec(c, cmd.data, NULL, 0, &res, a->msg);
-	lm_buf_free(&cmd);
+	rcmd_free(shown);
+	rc = ssh_exec(c, cmd, NULL, 0, &res, a->msg);
+	rcmd_free(cmd);
 	a->out = res.out;
 	a->err = res.err;
 	if (rc == LM_OK)
@@ -227,9 +216,9 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 		goto done;
 	}
 	{
-		static const char *const a[] = {"sh", "-c", scratch_script, NULL};
+		static const char *const a[] = {"validate", NULL};
 
-		if (run(&mk, s->c, a, NULL) != LM_OK || mk.code != 0) {
+		if (run(&mk, s->c, RSCRIPT_SCRATCH, a, NULL) != LM_OK || mk.code != 0) {
 			fail_state(r, mk.code > 0 ? "mktemp -d failed in the guest" : mk.msg);
 			goto done;
 		}
@@ -249,9 +238,9 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 		goto done;
 	}
 	{
-		const char *a[] = {"sh", "-c", prep_script, "sh", dir, v->llama_perplexity, v->model, NULL};
+		const char *a[] = {dir, v->llama_perplexity, v->model, NULL};
 
-		if (run(&prep, s->c, a, NULL) != LM_OK) {
+		if (run(&prep, s->c, RSCRIPT_VALIDATE_PREP, a, NULL) != LM_OK) {
 			fail_state(r, prep.msg);
 			goto done;
 		}
@@ -273,10 +262,10 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	/* 1. Stock: the perplexity, and the stock logits saved to the base file. */
 	progress(v, t, "stock", "start", t0);
 	{
-		const char *a[] = {"sh", "-c", arm_script, "sh", dir, lp, "-m", v->model, "-f", text, "-c", ctx, "--chunks",
-			chunks, "--kl-divergence-base", base, NULL};
+		const char *a[] = {dir, lp, "-m", v->model, "-f", text, "-c", ctx, "--chunks", chunks, "--kl-divergence-base",
+			base, NULL};
 
-		if (run(&stock, s->c, a, &cmdline) != LM_OK) {
+		if (run(&stock, s->c, RSCRIPT_IN_DIR, a, &cmdline) != LM_OK) {
 			snprintf(msg, sizeof msg, "llama-perplexity (stock arm): %.400s", stock.msg);
 			fail_state(r, msg);
 			goto done;
@@ -301,10 +290,10 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	/* 2. Through run-with-shim: its logits against the stock ones. */
 	progress(v, t, "shim", "start", t0);
 	{
-		const char *a[] = {"sh", "-c", arm_script, "sh", dir, rws, lp, "-m", v->model, "-c", ctx,
-			"--kl-divergence-base", base, "--kl-divergence", NULL};
+		const char *a[] = {dir, rws, lp, "-m", v->model, "-c", ctx, "--kl-divergence-base", base, "--kl-divergence",
+			NULL};
 
-		if (run(&shim, s->c, a, NULL) != LM_OK && strstr(shim.msg, "timed out")) {
+		if (run(&shim, s->c, RSCRIPT_IN_DIR, a, NULL) != LM_OK && strstr(shim.msg, "timed out")) {
 			snprintf(msg, sizeof msg, "llama-perplexity (shim arm): %.400s", shim.msg);
 			fail_state(r, msg);
 			goto done;
@@ -447,9 +436,9 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	    : LM_EFAIL;
 done:
 	if (dir) {
-		const char *a[] = {"sh", "-c", clean_script, "sh", dir, NULL};
+		const char *a[] = {dir, NULL};
 
-		run(&clean, s->c, a, NULL);
+		run(&clean, s->c, RSCRIPT_VALIDATE_CLEAN, a, NULL);
 	}
 	cJSON_Delete(rec);
 	cJSON_Delete(reasons);
