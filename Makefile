@@ -115,8 +115,8 @@ build/simcpu: scripts/bench-fleet.d/simcpu.c
 -include shim/shim.mk
 
 lint:
-	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim guest-scripts/*.sh scripts/embed-scripts \
-	    tests/guest-sim/bin/* \
+	shellcheck -s sh -x guest-payload/*.sh
+	shellcheck -s sh guest-payload/run-with-shim guest-scripts/*.sh scripts/embed-scripts tests/guest-sim/bin/* \
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
 	    tests/outputs/*.sh \

@@ -42,4 +42,21 @@ for s in common.sh install.sh rollback.sh status.sh run-with-shim $gs; do
 	check "$s: mv -T only beside mv -h (mv_link)" test "$(grep -c 'mv -f -T' "$T/code")" = "$(grep -c 'mv -f -h' "$T/code")"
 done
 
+# common.sh stands alone: it calls no function of its loader's (fail) and names what it reads
+# (uid, work, label, ...). A shell that loads it and defines no fail(): save_agents, unable to
+# back up a LaunchAgent (its copy would go into a folder that does not exist), returns 1 and
+# says why, and the loader decides what follows.
+mkdir -p "$T/agents"
+printf '<plist/>\n' >"$T/agents/x.plist"
+dash -c '. "$1" && AGENTS=$2 work=$2/missing && if save_agents x; then echo "returned 0"; else echo "returned 1: $s_err"; fi' \
+    - "$P/common.sh" "$T/agents" >"$T/save.out" 2>&1
+check_has "save_agents that cannot back up a LaunchAgent returns 1 saying why, calling no fail()" \
+    "returned 1: cannot back up $T/agents/x.plist (full disk?)" "$T/save.out"
+check "... and says nothing else" test "$(wc -l <"$T/save.out")" -eq 1
+# ... and shellcheck sees it all: no script disables SC2154 (a variable read and never set);
+# make lint follows common.sh from the others (shellcheck -x, their source directive).
+for s in common.sh install.sh rollback.sh status.sh; do
+	check "$s disables no SC2154" sh -c '! grep -n "shellcheck disable=.*SC2154" "$1"' - "$P/$s"
+done
+
 t_done
