@@ -28,8 +28,6 @@ static const struct {
 
 struct remote_cmd {
 	lm_buf text;
-	const char *name; /* static: a script's name, or NULL (then argv[0], at text's start) */
-	char *arg0;
 };
 
 int
@@ -53,8 +51,9 @@ quote(lm_buf *out, const char *s)
 }
 
 static int
-build(remote_cmd **out, const char *const *head, const char *const *args, const char *name)
+build(remote_cmd **out, const char *const *head, const char *const *args)
 {
+	const char *const *words[] = {head, args};
 	remote_cmd *c;
 	int rc = 0;
 	size_t n = 0;
@@ -62,12 +61,10 @@ build(remote_cmd **out, const char *const *head, const char *const *args, const 
 	*out = NULL;
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return LM_EFAIL;
-	for (size_t i = 0; head && head[i] && rc == 0; i++, n++)
-		rc |= (n ? lm_buf_add(&c->text, " ", 1) : 0) | quote(&c->text, head[i]);
-	for (size_t i = 0; args && args[i] && rc == 0; i++, n++)
-		rc |= (n ? lm_buf_add(&c->text, " ", 1) : 0) | quote(&c->text, args[i]);
-	c->name = name;
-	if (rc != 0 || n == 0 || (name == NULL && (c->arg0 = strdup(head ? head[0] : args[0])) == NULL)) {
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; words[k] && words[k][i] && rc == 0; i++, n++)
+			rc |= (n ? lm_buf_add(&c->text, " ", 1) : 0) | quote(&c->text, words[k][i]);
+	if (rc != 0 || n == 0) {
 		rcmd_free(c);
 		return LM_EFAIL;
 	}
@@ -78,7 +75,7 @@ build(remote_cmd **out, const char *const *head, const char *const *args, const 
 int
 rcmd_argv(remote_cmd **out, const char *const *argv)
 {
-	return build(out, argv, NULL, NULL);
+	return build(out, argv, NULL);
 }
 
 int
@@ -93,7 +90,7 @@ rcmd_scripts(remote_cmd **out, const rscript *parts, size_t n, const char *const
 	if (rc == 0 && n > 0) {
 		const char *head[] = {"sh", "-c", text.data, "sh", NULL};
 
-		rc = build(out, head, args, scripts[parts[n - 1]].name);
+		rc = build(out, head, args);
 	} else
 		rc = LM_EFAIL;
 	lm_buf_free(&text);
@@ -112,19 +109,12 @@ rcmd_text(const remote_cmd *c)
 	return c->text.data;
 }
 
-const char *
-rcmd_name(const remote_cmd *c)
-{
-	return c->name ? c->name : c->arg0;
-}
-
 void
 rcmd_free(remote_cmd *c)
 {
 	if (c == NULL)
 		return;
 	lm_buf_free(&c->text);
-	free(c->arg0);
 	free(c);
 }
 

@@ -1,6 +1,7 @@
-/* rcmd: a command line for a guest or a Mac host, built from argv by the one quoting function
- * (rcmd.c) and nothing else. ssh_exec and ssh_chan_open take only an rcmd, and its struct is
- * known only to rcmd.c, so no text of ours or a guest's can reach a remote shell unquoted.
+/* rcmd: a command line for a guest or a Mac host (a remote_cmd), built from argv by the one
+ * quoting function (rcmd.c) and nothing else. ssh_exec and ssh_chan_open take only a remote_cmd,
+ * and its struct is known only to rcmd.c, so no text of ours or a guest's can reach a remote
+ * shell unquoted.
  * The shell a command runs is a fixed script of guest-scripts/ (embedded at build time, the
  * rscript ids below), given its inputs as quoted arguments. */
 #ifndef LM_RCMD_H
@@ -39,10 +40,8 @@ int rcmd_script(remote_cmd **out, rscript s, const char *const *args);
 /* The same with the scripts parts[0..n) run one after the other in one shell (deploy: facts.sh
  * then deploy.sh in one exec). */
 int rcmd_scripts(remote_cmd **out, const rscript *parts, size_t n, const char *const *args);
-/* The command line, for ssh.c and for a person (a plan, the ledger's "command"). */
+/* The command line, for ssh.c and for a person (a plan, the ledger's "command"); owned by c. */
 const char *rcmd_text(const remote_cmd *c);
-/* What the command is, for a message: the script's file name, or argv[0]. */
-const char *rcmd_name(const remote_cmd *c);
 void rcmd_free(remote_cmd *c);
 
 /* The one quoting function: s in single quotes (each ' as '\''), appended to out, for the

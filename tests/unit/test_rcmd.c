@@ -125,7 +125,6 @@ main(int argc, char **argv)
 	UNIT_OK(rcmd_argv(&c, argv_) == LM_OK && c != NULL, "rcmd_argv builds a command");
 	UNIT_OK(c && same_argv(c, words, nw), "sh -c gets every hostile word as it was (%zu words)", nw);
 	UNIT_OK(access("/tmp/PWNED", F_OK) != 0, "... and nothing in them ran");
-	UNIT_OK(c && strcmp(rcmd_name(c), self) == 0, "its name is argv[0]");
 	rcmd_free(c);
 
 	/* A leading ~/ is the remote HOME, whatever HOME holds; the rest stays quoted. */
@@ -150,7 +149,6 @@ main(int argc, char **argv)
 		a[3 + nw] = NULL;
 		UNIT_OK(rcmd_script(&c, RSCRIPT_IN_DIR, a) == LM_OK && same_argv(c, words, nw),
 		    "an embedded script (in-dir.sh) gets every hostile word as its arguments, as it was");
-		UNIT_OK(c && strcmp(rcmd_name(c), "in-dir.sh") == 0, "... and the command is named by its script");
 		UNIT_OK(access("/tmp/PWNED", F_OK) != 0, "... and nothing in them ran");
 		rcmd_free(c);
 	}
