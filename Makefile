@@ -47,7 +47,11 @@ SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 LAYERS   := cmd ops net core
 LIB_SRC  := $(wildcard plugin/ops/*.c plugin/net/*.c plugin/core/*.c)
 CMD_SRC  := $(wildcard plugin/cmd/*.c)
-HDRS     := $(foreach l,$(LAYERS),$(wildcard plugin/$(l)/*.h))
+# The guest scripts (guest-scripts/*.sh) are compiled in: net/rcmd.c includes them as
+# build/gen/net/rscripts.h (scripts/embed-scripts), a header like the others for every rule.
+GEN_HDR  := build/gen/net/rscripts.h
+HDRS     := $(foreach l,$(LAYERS),$(wildcard plugin/$(l)/*.h)) $(GEN_HDR)
+INCS     := -Iplugin -Ibuild/gen
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,build/tests/%,$(UNIT_SRC))
 
@@ -61,8 +65,12 @@ deps-demo:
 deps-test:
 	sh scripts/deps.sh test
 
+$(GEN_HDR): scripts/embed-scripts $(wildcard guest-scripts/*.sh)
+	@mkdir -p $(@D)
+	sh scripts/embed-scripts $@ $(wildcard guest-scripts/*.sh)
+
 plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) $(INCS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
 
 # What the binary has compiled in besides its sources: rewritten when it changes, so a new
 # commit or PREFIX rebuilds what uses it (LM_COMMIT, LM_PKGDATADIR, LM_DATADIR).
@@ -78,21 +86,21 @@ ASAN_CMD := $(patsubst plugin/%.c,build/asan/obj/%.o,$(CMD_SRC))
 
 build/asan/obj/%.o: plugin/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -c -o $@ $<
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -c -o $@ $<
 
 build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS)
 
 build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) -Iplugin -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
 
 # test_cli compiles cli.c in (it is not in the library).
 build/tests/test_cli: plugin/cmd/cli.c plugin/cmd/cli_term.c plugin/cmd/cli_format.c
 
 build/bench/bench-upload: scripts/bench/bench_upload.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Iplugin -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) $(INCS) -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 
 # The delay proxy bench-fleet --rtt puts between the controller and the guests (no netem).
 build/netdelay: scripts/bench-fleet.d/netdelay.c
@@ -107,7 +115,8 @@ build/simcpu: scripts/bench-fleet.d/simcpu.c
 -include shim/shim.mk
 
 lint:
-	shellcheck -s sh guest-payload/*.sh guest-payload/run-with-shim tests/guest-sim/bin/* \
+	shellcheck -s sh -x guest-payload/*.sh
+	shellcheck -s sh guest-payload/run-with-shim guest-scripts/*.sh scripts/embed-scripts tests/guest-sim/bin/* \
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
 	    tests/outputs/*.sh \
@@ -166,7 +175,7 @@ install: plugin/lume-metal
 # DEBDIR/src (dpkg-buildpackage writes beside the tree it builds) with the macOS shim and probe
 # built here first (zig); debian/rules installs them (make install), nothing else is rebuilt.
 DEBDIR ?= build/deb
-DEB_TREE := Makefile README.md plugin guest-payload manifests scripts shim man completions docs debian
+DEB_TREE := Makefile README.md plugin guest-payload guest-scripts manifests scripts shim man completions docs debian
 deb: $(MAC_FILES)
 	rm -rf '$(DEBDIR)/src' && mkdir -p '$(DEBDIR)/src/build'
 	tar -cf - $(DEB_TREE) | tar -C '$(DEBDIR)/src' -xf -
@@ -205,14 +214,14 @@ fuzz-regress: build/fuzz/regress
 
 build/fuzz/obj/%.o: %.c $(FUZZ_HDRS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(WARN) $(DEFS) $(SAN) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Iplugin -Itests/fuzz -c -o $@ $<
+	$(FUZZ_CC) $(WARN) $(DEFS) $(SAN) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) $(INCS) -Itests/fuzz -c -o $@ $<
 
 build/fuzz/fuzz-%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
 	$(FUZZ_CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lz
 
 build/fuzz/regress: tests/fuzz/driver.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_NAMES)) $(FUZZ_LIB) $(FUZZ_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) -fsanitize=float-cast-overflow -DFUZZ_DRIVER $(PKG_CFLAGS) -Iplugin -Itests/fuzz -o $@ \
+	$(CC) $(WARN) $(DEFS) $(SAN) -fsanitize=float-cast-overflow -DFUZZ_DRIVER $(PKG_CFLAGS) $(INCS) -Itests/fuzz -o $@ \
 	    $(filter %.c,$^) $(PKG_LIBS) -lz
 
 test-build: fuzz-regress

@@ -1,9 +1,24 @@
 #!/bin/sh
-# shellcheck disable=SC2034,SC2154,SC2317 # variables shared with (and set by) the scripts that load it; traps call some helpers
+# shellcheck disable=SC2034,SC2317 # helpers answer in variables the loader reads; traps call some helpers
 # common.sh: the helpers install.sh, rollback.sh and status.sh share (JSON output, KEY=VALUE
 # reading, the layout, the link switch, the lock). Loaded by `. "$(dirname "$0")/common.sh"`,
 # or read first in the same `sh -s` when deploy pipes `tar -xzOf PAYLOAD bin/common.sh
 # bin/install.sh` (the archive lists it first). It is one of the payload's checksummed files.
+# A helper takes what it needs as arguments, or from these variables, which the loader sets
+# after loading this file and before it calls the helpers that read them (empty until then):
+#   uid        the user's id (id -u): launchctl's gui/<uid> domain (is_loaded, bootout_wait,
+#              bootstrap_agent, job_info)
+#   work       the run's scratch directory under staging/ (backup_of, confirm_job)
+#   label, new_plist, cur_sha, prev_sha
+#              the activation restore_agents undoes: the LaunchAgent being activated, its new
+#              plist, and the releases current and previous pointed at before
+#   confirm_timeout, confirm_settle, mark_settle
+#              install.sh's --confirm-timeout, --confirm-settle and --mark-settle (confirm_job;
+#              empty: the defaults)
+# A helper that fails says why in a variable (b_err, c_err, s_err...) and returns 1: what to do
+# then (fail, revert) is the loader's.
+uid="" work="" label="" new_plist="" cur_sha="" prev_sha=""
+confirm_timeout="" confirm_settle="" mark_settle=0
 HOME=${HOME:-}
 nl='
 '
@@ -243,12 +258,13 @@ unlock() { rm -rf "$ROOT/.lock"; }
 backup_of() { printf '%s/plist.%s' "$work" "$1"; }
 # save_agents LABEL...: copies the installed LaunchAgents of LABEL... under $work and notes in
 # $was_loaded which of them are loaded, so restore_agents can put them back; a copy that
-# cannot be made is a failure (full disk) before anything changed.
+# cannot be made fails, s_err saying so (full disk), before anything changed.
 save_agents() {
+	s_err=""
 	for l in "$@"; do
 		if [ -f "$AGENTS/$l.plist" ]; then
 			cp -p "$AGENTS/$l.plist" "$(backup_of "$l")" 2>/dev/null ||
-				{ rm -f "$new_plist"; fail "cannot back up $AGENTS/$l.plist (full disk?)"; }
+				{ s_err="cannot back up $AGENTS/$l.plist (full disk?)"; return 1; }
 		fi
 	done
 	was_loaded=""

@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
+# shellcheck disable=SC2317 # traps call some functions (common.sh is followed: shellcheck -x)
 # install.sh --payload FILE --sha256 HEX [--no-validate] [--verified] [--stock-file FILE]
 #            [--confirm-timeout SEC] [--confirm-settle SEC] [--mark-settle]
 #
@@ -46,6 +46,7 @@
 set -u
 
 # The shared helpers: beside this script, or already read in this same `sh -s` (deploy).
+# shellcheck source=SCRIPTDIR/common.sh
 [ -n "${LM_COMMON_LOADED:-}" ] || . "$(dirname "$0")/common.sh" || exit 2
 
 payload="" want="" validate=1 verified=0 stock_file=""
@@ -374,7 +375,7 @@ fi
 old_label=""
 [ -z "$cur_sha" ] || ! label_of "$ROOT/releases/$cur_sha" || old_label=$lbl
 [ "$old_label" != "$label" ] || old_label=""
-save_agents "$label" ${old_label:+"$old_label"}
+save_agents "$label" ${old_label:+"$old_label"} || { rm -f "$new_plist"; fail "$s_err"; }
 
 # revert_activation: the links, plists and services as they were before step 8.
 revert_activation() {

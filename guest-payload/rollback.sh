@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2034,SC2154,SC2317 # common.sh (loaded by path) shares variables both ways; traps call some functions
+# shellcheck disable=SC2317 # traps call some functions (common.sh is followed: shellcheck -x)
 # rollback.sh [previous|none]
 #
 # previous (the default): makes the previous release current again, renders its LaunchAgent,
@@ -17,6 +17,7 @@
 set -u
 
 # The shared helpers: beside this script, or already read in this same `sh -s` (deploy).
+# shellcheck source=SCRIPTDIR/common.sh
 [ -n "${LM_COMMON_LOADED:-}" ] || . "$(dirname "$0")/common.sh" || exit 2
 
 mode=previous
@@ -158,7 +159,7 @@ if ! lint=$(plutil -lint "$new_plist" 2>&1); then
 	rm -f "$new_plist"
 	fail "rendered LaunchAgent does not lint: $lint"
 fi
-save_agents "$label" ${old_label:+"$old_label"}
+save_agents "$label" ${old_label:+"$old_label"} || { rm -f "$new_plist"; fail "$s_err"; }
 
 revert_activation() {
 	activating=0

@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC1091,SC2154 # common.sh (loaded by path) sets shared variables
+# (make lint follows common.sh: shellcheck -x and the source directive below)
 # status.sh
 #
 # Reports, changing nothing: the installed releases and whether each still matches its
@@ -20,6 +20,7 @@
 set -u
 
 # The shared helpers: beside this script, or already read in this same `sh -s` (deploy).
+# shellcheck source=SCRIPTDIR/common.sh
 [ -n "${LM_COMMON_LOADED:-}" ] || . "$(dirname "$0")/common.sh" || exit 2
 
 if [ $# -gt 0 ]; then

@@ -10,25 +10,6 @@
 #include "net/lume.h"
 #include "core/util.h"
 
-/* A fixed script, sent on stdin to `sh -s`: nothing of ours is pasted into it. Each process is
- * guest CPU on every run, the unchanged ones included, so there is one: sysctl, for the macOS
- * version and build as the kernel has them (what sw_vers prints) and the model and chip
- * ("kern.osproductversion: 26.5", "hw.model: VirtualMac2,1"). The links are read by builtins:
- * "current=/.../releases/<sha>" from `pwd -P` once `cd` followed one, so a link to a missing
- * release is no release; image.json is joined into one line by `read`. */
-static const char facts_script[] =
-    "R=\"$HOME/Library/Application Support/lume-metal\"\n"
-    "printf 'home=%s\\n' \"$HOME\"\n"
-    "sysctl kern.osproductversion kern.osversion hw.model machdep.cpu.brand_string 2>/dev/null\n"
-    "for l in current previous; do\n"
-    "  if cd \"$R/$l\" 2>/dev/null; then printf '%s=' \"$l\"; pwd -P; fi\n"
-    "done\n"
-    "if [ -f \"$R/image.json\" ]; then\n"
-    "  printf 'image='\n"
-    "  while IFS= read -r l || [ -n \"$l\" ]; do printf '%s' \"$l\"; done <\"$R/image.json\"\n"
-    "  printf '\\n'\n"
-    "fi\n";
-
 static int
 target_new(guest_target **out, const char *name, char *err)
 {
@@ -328,12 +309,6 @@ release_sha(char *path)
 	return out;
 }
 
-const char *
-guest_facts_script(void)
-{
-	return facts_script;
-}
-
 int
 guest_facts_parse(guest_facts *f, const char *text, char *err)
 {
@@ -361,16 +336,18 @@ guest_facts_parse(guest_facts *f, const char *text, char *err)
 int
 guest_facts_read(guest_facts *f, ssh_conn *c, char *err)
 {
+	/* guest-scripts/facts.sh on stdin: the command line is the same on every guest */
 	static const char *const argv[] = {"sh", "-s", NULL};
+	const char *script = rscript_text(RSCRIPT_FACTS);
 	ssh_result r;
-	lm_buf cmd = {0};
+	remote_cmd *cmd;
 	int rc;
 
 	memset(f, 0, sizeof *f);
-	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+	if (rcmd_argv(&cmd, argv) != LM_OK)
 		return lm_err(err, LM_EFAIL, "out of memory");
-	rc = ssh_exec(c, cmd.data, facts_script, strlen(facts_script), &r, err);
-	lm_buf_free(&cmd);
+	rc = ssh_exec(c, cmd, script, strlen(script), &r, err);
+	rcmd_free(cmd);
 	if (rc == LM_OK && r.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "reading the guest's facts exited %d: %.200s", r.exit_code,
 		    r.err.data ? r.err.data : "");
@@ -413,22 +390,23 @@ guest_json_result(const char *text)
 }
 
 int
-guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in, char *err)
+guest_run_json(cJSON **out, int *code, ssh_conn *c, rscript script, const char *const *args, const char *in,
+    char *err)
 {
-	lm_buf cmd = {0};
 	ssh_result r;
+	remote_cmd *cmd;
 	int rc;
 
 	*out = NULL;
-	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+	if (rcmd_script(&cmd, script, args) != LM_OK)
 		return lm_err(err, LM_EFAIL, "out of memory");
-	rc = ssh_exec(c, cmd.data, in, in ? strlen(in) : 0, &r, err);
-	lm_buf_free(&cmd);
+	rc = ssh_exec(c, cmd, in, in ? strlen(in) : 0, &r, err);
+	rcmd_free(cmd);
 	if (rc != LM_OK)
 		goto done;
 	*code = r.exit_code;
 	if ((*out = guest_json_result(r.out.data)) == NULL)
-		rc = lm_err(err, LM_EFAIL, "%s printed no JSON result (exit %d): %.300s", argv[1] ? argv[1] : argv[0],
+		rc = lm_err(err, LM_EFAIL, "%s printed no JSON result (exit %d): %.300s", rscript_name(script),
 		    r.exit_code, r.err.data ? r.err.data : "");
 done:
 	ssh_result_free(&r);

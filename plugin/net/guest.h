@@ -1,5 +1,5 @@
 /* guest: one VM as lume-metal sees it: how to reach it, what it is, and running the guest
- * scripts there. Every remote command goes through ssh_quote_argv. */
+ * scripts there (guest-scripts/, as net/rcmd.h commands). */
 #ifndef LM_GUEST_H
 #define LM_GUEST_H
 
@@ -11,10 +11,6 @@
 #include "net/sshcfg.h"
 
 #define GUEST_ROOT "~/Library/Application Support/lume-metal"
-/* Put before the guest's PATH where a guest script looks a tool up by name (llama-bench,
- * llama-perplexity): a non-login SSH shell on macOS has PATH /usr/bin:/bin:/usr/sbin:/sbin, and
- * Homebrew installs in /opt/homebrew/bin (Apple silicon) or /usr/local/bin. */
-#define GUEST_TOOL_PATH "/opt/homebrew/bin:/usr/local/bin"
 
 /* How to reach one VM. Strings are owned by the target (guest_target_free). */
 typedef struct guest_target {
@@ -83,20 +79,20 @@ typedef struct {
 int guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, const char *lume,
     int wait_s, char *err);
 
+/* Runs guest-scripts/facts.sh (RSCRIPT_FACTS), which deploy's one exec runs too, and parses
+ * what it prints (guest_facts_parse): on LM_OK f holds the facts (guest_facts_clear), on failure
+ * nothing. */
 int guest_facts_read(guest_facts *f, ssh_conn *c, char *err);
-/* The fixed sh script guest_facts_read runs (static text), for a caller that runs it in a
- * larger script of its own (deploy's one exec), and the parser of what it prints: on LM_OK f
- * holds the facts (guest_facts_clear), on failure nothing. */
-const char *guest_facts_script(void);
 int guest_facts_parse(guest_facts *f, const char *text, char *err);
 void guest_facts_clear(guest_facts *f);
 
 /* The JSON object on the last line of text (a guest script's stdout; NULL: none) that starts
  * with '{', or NULL when there is none or it is not an object. Caller frees. */
 cJSON *guest_json_result(const char *text);
-/* Runs argv in the guest. On LM_OK *out (caller frees) is the JSON object on the last
- * non-empty line of stdout, whatever the exit code, which goes to *code. */
-int guest_run_json(cJSON **out, int *code, ssh_conn *c, const char *const *argv, const char *in,
+/* Runs script with args (NULL-terminated, may be NULL) in the guest, feeding it in (may be
+ * NULL). On LM_OK *out (caller frees) is the JSON object on the last non-empty line of stdout,
+ * whatever the exit code, which goes to *code. */
+int guest_run_json(cJSON **out, int *code, ssh_conn *c, rscript script, const char *const *args, const char *in,
     char *err);
 
 #endif

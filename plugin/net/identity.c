@@ -8,47 +8,6 @@
 
 #include "net/host.h"
 
-/* Sent as `sh -c SCRIPT` to a Mac host: one round trip for its facts, its storage locations,
- * the digest of every VM folder in them (a file that is a link or no regular file is named
- * '!', a missing one '-'; at most 80 bytes of each), and `lume ls`, each after a marker line.
- * A location path is the listing's, "~" expanded; one holding ".." is skipped (the controller
- * refuses the listing too). */
-const char identity_host_script[] =
-    "PATH=\"$HOME/.local/bin:/opt/homebrew/bin:/usr/local/bin:$PATH\"; export PATH\n"
-    "command -v lume >/dev/null 2>&1 || { echo 'lume is not installed on this host (not on PATH, "
-    "~/.local/bin, /opt/homebrew/bin or /usr/local/bin)' >&2; exit 127; }\n"
-    "echo @sysctl\n"
-    "sysctl -n machdep.cpu.brand_string hw.model kern.osproductversion kern.osversion 2>/dev/null\n"
-    "echo @pref\n"
-    /* "unset" only for the missing default (exit 1, "does not exist", as host_pref_read takes
-     * it); any other failure is "error N" and its last line, never taken for unset */
-    "p=$(defaults read " HOST_DOMAIN " " HOST_KEY " 2>&1); r=$?\n"
-    "if [ $r -eq 0 ]; then printf '%s\\n' \"$p\"\n"
-    "elif [ $r -eq 1 ] && case $p in *'does not exist'*) true ;; *) false ;; esac; then echo unset\n"
-    "else echo \"error $r\"; printf '%s\\n' \"$p\" | tail -n 1 | cut -c1-200; fi\n"
-    "echo @storage\n"
-    "s=$(lume config storage list 2>/dev/null)\n"
-    "printf '%s\\n' \"$s\"\n"
-    "echo @digests\n"
-    "printf '%s\\n' \"$s\" | sed -n 's/^  - \\([A-Za-z0-9_-][A-Za-z0-9_-]*\\): \\(.*\\)$/\\1 \\2/p' | {\n"
-    "n=0\n"
-    "while read -r loc p; do\n"
-    "  p=${p% (default)}\n"
-    "  case $p in \\~) p=$HOME ;; \\~/*) p=$HOME/${p#\\~/} ;; /*) ;; *) continue ;; esac\n"
-    "  case /$p/ in */../*) continue ;; esac\n"
-    "  for d in \"$p\"/*/; do\n"
-    "    v=${d%/}\n"
-    "    if [ ! -d \"$v\" ] || [ -L \"$v\" ]; then continue; fi\n"
-    "    n=$((n + 1)); [ \"$n\" -le 256 ] || break 2\n"
-    "    f=$v/.manifest-digest v=${v##*/}\n"
-    "    if [ -L \"$f\" ] || { [ -e \"$f\" ] && [ ! -f \"$f\" ]; }; then printf '%s %s !\\n' \"$loc\" \"$v\"\n"
-    "    elif [ ! -e \"$f\" ]; then printf '%s %s -\\n' \"$loc\" \"$v\"\n"
-    "    else printf '%s %s ' \"$loc\" \"$v\"; head -c 80 \"$f\" | tr -d '\\n'; echo; fi\n"
-    "  done\n"
-    "done; }\n"
-    "echo @ls\n"
-    "exec lume ls --format json";
-
 static int
 printable(const char *s, size_t n)
 {
@@ -296,8 +255,7 @@ identity_host_parse(identity_host *h, lume_vm ***vms, size_t *n, const char *out
 int
 identity_host_read(identity_host *h, lume_vm ***vms, size_t *n, ssh_conn *c, char *err)
 {
-	const char *argv[] = {"sh", "-c", identity_host_script, NULL};
-	lm_buf cmd = {0};
+	remote_cmd *cmd;
 	ssh_result r;
 	char where[320];
 	int rc;
@@ -306,15 +264,13 @@ identity_host_read(identity_host *h, lume_vm ***vms, size_t *n, ssh_conn *c, cha
 	*vms = NULL;
 	*n = 0;
 	snprintf(where, sizeof where, "%s: ", ssh_where(c));
-	if (ssh_quote_argv(&cmd, argv) != LM_OK) {
-		lm_buf_free(&cmd);
+	if (rcmd_script(&cmd, RSCRIPT_HOST_IDENTITY, NULL) != LM_OK)
 		return lm_err(err, LM_EFAIL, "out of memory");
-	}
-	if ((rc = ssh_exec(c, cmd.data, NULL, 0, &r, err)) == LM_OK) {
+	if ((rc = ssh_exec(c, cmd, NULL, 0, &r, err)) == LM_OK) {
 		rc = identity_host_parse(h, vms, n, r.out.data, r.out.len, r.exit_code, where, err);
 		ssh_result_free(&r);
 	}
-	lm_buf_free(&cmd);
+	rcmd_free(cmd);
 	return rc;
 }
 

@@ -79,7 +79,5 @@ void identity_host_clear(identity_host *h);
 int identity_host_digest(char out[IMAGE_DIGEST_LEN + 1], const identity_host *h, const char *vm,
     const char *location, char *why, size_t len);
 
-/* The shell script the exec runs (for the lint and tests). */
-extern const char identity_host_script[];
 
 #endif

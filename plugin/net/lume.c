@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "net/rcmd.h"
 
 /* Where a line holding the JSON array could start: its first non-blank is "[" and the next
  * non-blank after that, on this line or a later one, is "{" or "]" ("[", "[]", "[{..."). A log
@@ -440,12 +441,7 @@ lume_argv_text(lm_buf *out, const char *const *argv)
 				return -1;
 			continue;
 		}
-		if (lm_buf_add(out, "'", 1) < 0)
-			return -1;
-		for (; *a; a++)
-			if ((*a == '\'' ? lm_buf_add(out, "'\\''", 4) : lm_buf_add(out, a, 1)) < 0)
-				return -1;
-		if (lm_buf_add(out, "'", 1) < 0)
+		if (rcmd_quote(out, a) < 0)
 			return -1;
 	}
 	return 0;

@@ -80,7 +80,8 @@ int lume_pull(const char *lume, const char *image_tag, const char *name, const c
     const char *organization, int64_t deadline_ms, char *err);
 
 /* The command line of argv for a person to read (a plan): each argument in single quotes
- * unless it is made only of [A-Za-z0-9_./:@%+=,-]. Appends to out; 0, or -1 out of memory. */
+ * (rcmd_quote) unless it is made only of [A-Za-z0-9_./:@%+=,-]. Appends to out; 0, or -1 out of
+ * memory. */
 int lume_argv_text(lm_buf *out, const char *const *argv);
 
 #endif

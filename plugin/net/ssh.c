@@ -1062,7 +1062,7 @@ struct ssh_chan {
 };
 
 int
-ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err)
+ssh_chan_open(ssh_chan **out, ssh_conn *c, const remote_cmd *cmd, char *err)
 {
 	ssh_chan *h;
 
@@ -1077,7 +1077,7 @@ ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err)
 		return LM_EFAIL;
 	}
 	chan_opened(c);
-	if (libssh2_channel_exec(h->ch, cmd) != 0) {
+	if (libssh2_channel_exec(h->ch, rcmd_text(cmd)) != 0) {
 		lm_err(err, LM_EFAIL, "%s: cannot run the command: %s", c->where, sess_err(c));
 		ssh_chan_free(h);
 		return LM_EFAIL;
@@ -1284,7 +1284,7 @@ done:
 }
 
 int
-ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+ssh_exec(ssh_conn *c, const remote_cmd *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
 {
 	ssh_chan *h;
 	int rc;
@@ -1402,7 +1402,7 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 	char tmp[4096], dst[4096], *buf = NULL;
 	const char *mv[] = {"mv", "-f", "--", tmp, dst, NULL};
 	struct stat st;
-	lm_buf cmd = {0};
+	remote_cmd *cmd = NULL;
 	ssh_result r;
 	ssize_t n, w;
 	int fd, rc = LM_OK;
@@ -1443,7 +1443,11 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 	libssh2_channel_wait_closed(ch);
 	libssh2_channel_free(ch);
 	ch = NULL;
-	if (ssh_quote_argv(&cmd, mv) != LM_OK || (rc = ssh_exec(c, cmd.data, NULL, 0, &r, err)) != LM_OK)
+	if (rcmd_argv(&cmd, mv) != LM_OK) {
+		rc = lm_err(err, LM_EFAIL, "out of memory");
+		goto done;
+	}
+	if ((rc = ssh_exec(c, cmd, NULL, 0, &r, err)) != LM_OK)
 		goto done;
 	if (r.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "%s: cannot rename the upload into %s", c->where, dst);
@@ -1451,30 +1455,8 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *dir, const char *name
 done:
 	if (ch != NULL)
 		libssh2_channel_free(ch);
-	lm_buf_free(&cmd);
+	rcmd_free(cmd);
 	free(buf);
 	close(fd);
 	return rc;
-}
-
-int
-ssh_quote_argv(lm_buf *out, const char *const *argv)
-{
-	int rc = 0;
-
-	for (size_t i = 0; argv[i] != NULL && rc == 0; i++) {
-		const char *s = argv[i];
-
-		if (i > 0)
-			rc |= lm_buf_add(out, " ", 1);
-		if (strncmp(s, "~/", 2) == 0) {
-			rc |= lm_buf_addf(out, "\"$HOME\"/");
-			s += 2;
-		}
-		rc |= lm_buf_add(out, "'", 1);
-		for (; *s && rc == 0; s++)
-			rc |= *s == '\'' ? lm_buf_addf(out, "'\\''") : lm_buf_add(out, s, 1);
-		rc |= lm_buf_add(out, "'", 1);
-	}
-	return rc ? LM_EFAIL : LM_OK;
 }

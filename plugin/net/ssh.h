@@ -1,11 +1,12 @@
 /* ssh: one verified, authenticated libssh2 session to a guest, with exec and upload.
- * Every remote command line is built by ssh_quote_argv and nothing else. */
+ * Every remote command is an rcmd (net/rcmd.h), built from argv by its one quoting function. */
 #ifndef LM_SSH_H
 #define LM_SSH_H
 
 #include <stdint.h>
 
 #include "core/util.h"
+#include "net/rcmd.h"
 
 typedef struct {
 	const char *host;           /* name or address, IPv4 or IPv6 */
@@ -115,21 +116,21 @@ typedef struct {
 } ssh_result;
 void ssh_result_free(ssh_result *r);
 
-/* Runs cmd (built by ssh_quote_argv), feeding it in (may be NULL). Returns LM_OK when the
+/* Runs cmd, feeding it in (may be NULL). Returns LM_OK when the
  * command ran to an exit status (r->exit_code may still be non-zero), LM_EFAIL when it could
  * not be run, died of a signal, printed more than SSH_EXEC_OUT_MAX / SSH_EXEC_ERR_MAX, or the
  * channel did not close cleanly. On LM_EFAIL r holds no output (only r->signal, when set): the
  * caller frees r only after LM_OK. */
-int ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
+int ssh_exec(ssh_conn *c, const remote_cmd *cmd, const void *in, size_t inlen, ssh_result *r, char *err);
 
 /* One exec channel driven step by step, for a command that answers before it is given its
  * input (deploy's one exec, deploy_exec.h): open, read up to a mark line, write, finish.
  * Everything it reads is bounded as ssh_exec's is, and bounded by the connection's deadline.
  * ssh_exec is open, write, finish. */
 typedef struct ssh_chan ssh_chan;
-/* Opens a channel and runs cmd (built by ssh_quote_argv); *out belongs to the caller, freed
+/* Opens a channel and runs cmd; *out belongs to the caller, freed
  * by ssh_chan_finish or ssh_chan_free. */
-int ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err);
+int ssh_chan_open(ssh_chan **out, ssh_conn *c, const remote_cmd *cmd, char *err);
 /* Reads until what the command printed on stdout ends in the line mark ("MARK\n"), or the
  * command ends (EOF: *out then holds no mark); *out is all of stdout so far (owned by h,
  * NUL-terminated, valid until the next call on h). */
@@ -161,11 +162,6 @@ int ssh_upload(ssh_conn *c, const char *local, const char *remote_dir, const cha
     uint64_t *sent, char *err);
 int ssh_upload_scp(ssh_conn *c, const char *local, const char *remote_dir, const char *name,
     uint64_t *sent, char *err);
-
-/* Appends argv (NULL-terminated) to out as one POSIX sh command line: every word in single
- * quotes, so spaces, quotes, $(), backticks, newlines and non-ASCII arrive as they are. A
- * word that starts with "~/" keeps "$HOME"/ outside the quotes. */
-int ssh_quote_argv(lm_buf *out, const char *const *argv);
 
 /* SHA-256 fingerprint of a key blob as OpenSSH prints it: "SHA256:" + unpadded base64. */
 void ssh_fingerprint(char out[64], const unsigned char *blob, size_t len);

@@ -14,15 +14,6 @@
 #include "net/guest.h"
 #include "core/util.h"
 
-/* Hashes llama-bench (a name is looked up in GUEST_TOOL_PATH, then the guest's PATH) and the
- * model; prints the three lines bench_parse_hashes reads. */
-static const char hashes_script[] =
-    "PATH=" GUEST_TOOL_PATH ":$PATH\n"
-    "lb=$(command -v -- \"$1\") || { echo \"llama-bench not found in the guest: $1 (looked in "
-    GUEST_TOOL_PATH " and PATH)\" >&2; exit 3; }\n"
-    "[ -f \"$2\" ] && [ -r \"$2\" ] || { echo \"model not found in the guest: $2\" >&2; exit 4; }\n"
-    "printf '%s\\n' \"$lb\"; shasum -a 256 \"$lb\" | cut -c1-64; shasum -a 256 \"$2\" | cut -c1-64";
-
 /* The longest llama-bench path taken from the guest. */
 #define BENCH_PATH_MAX 4096
 
@@ -129,23 +120,21 @@ last_line(char out[201], const char *text)
 	return out;
 }
 
-/* Runs hashes_script in the guest: *lb (caller frees) is llama-bench's path there, and a gets
+/* Runs guest-scripts/bench-hashes.sh in the guest: *lb (caller frees) is llama-bench's path there, and a gets
  * the hashes of it and of the model. */
 static int
 guest_hashes(char **lb, arm_run *a, ssh_conn *c, const bench_vm_opts *b, char *err)
 {
-	const char *argv[] = {"sh", "-c", hashes_script, "sh", b->llama_bench, b->model, NULL};
-	lm_buf cmd = {0};
+	const char *args[] = {b->llama_bench, b->model, NULL};
+	remote_cmd *cmd;
 	ssh_result res;
 	int rc;
 
 	*lb = NULL;
-	if (ssh_quote_argv(&cmd, argv) != LM_OK) {
-		lm_buf_free(&cmd);
+	if (rcmd_script(&cmd, RSCRIPT_BENCH_HASHES, args) != LM_OK)
 		return lm_err(err, LM_EFAIL, "out of memory");
-	}
-	rc = ssh_exec(c, cmd.data, NULL, 0, &res, err);
-	lm_buf_free(&cmd);
+	rc = ssh_exec(c, cmd, NULL, 0, &res, err);
+	rcmd_free(cmd);
 	if (rc != LM_OK)
 		return rc;
 	if (res.exit_code != 0) {
@@ -167,7 +156,7 @@ guest_arm(arm_run *a, ssh_conn *c, const char *prefix, const char *lb, const ben
 {
 	const char *argv[24];
 	char num[4][16], msg[LM_ERRLEN];
-	lm_buf cmd = {0};
+	remote_cmd *cmd;
 	ssh_result r;
 	size_t i = 0;
 	int rc;
@@ -176,12 +165,12 @@ guest_arm(arm_run *a, ssh_conn *c, const char *prefix, const char *lb, const ben
 		argv[i++] = prefix;
 	argv[i++] = lb;
 	bench_args(b, b->model, argv + i, num);
-	if (ssh_quote_argv(&cmd, argv) != LM_OK)
+	if (rcmd_argv(&cmd, argv) != LM_OK)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	if (cmdline && cmdline->len == 0)
-		lm_buf_add(cmdline, cmd.data, cmd.len);
-	rc = ssh_exec(c, cmd.data, NULL, 0, &r, msg);
-	lm_buf_free(&cmd);
+		lm_buf_addf(cmdline, "%s", rcmd_text(cmd));
+	rc = ssh_exec(c, cmd, NULL, 0, &r, msg);
+	rcmd_free(cmd);
 	if (rc != LM_OK) {
 		ssh_result_free(&r);
 		return lm_err(err, LM_EFAIL, "llama-bench (%s arm): %s", what, msg);

@@ -103,14 +103,12 @@ stock_recorded(const cJSON *last, const session_opts *o)
 static void
 reconcile(cJSON *r, session_vm *s, const guest_target *t, const session_opts *o, const cJSON *last)
 {
-	static const char *const a[] = {"sh", "-c", "cd \"$HOME/Library/Application Support/lume-metal\" && "
-	    "cat install.json", NULL};
 	cJSON *res = NULL, *rec;
 	const cJSON *stock;
 	char msg[LM_ERRLEN];
 	int code = 0;
 
-	if (guest_run_json(&res, &code, s->c, a, NULL, msg) != LM_OK || code != 0 ||
+	if (guest_run_json(&res, &code, s->c, RSCRIPT_RECONCILE, NULL, NULL, msg) != LM_OK || code != 0 ||
 	    strcmp(lm_jstr_or(res, "result", ""), "installed") != 0 || strcmp(lm_jstr_or(res, "sha256", ""), o->info->sha256) != 0 ||
 	    !cJSON_IsObject(stock = cJSON_GetObjectItemCaseSensitive(res, "stock"))) {
 		session_set_state(r, "unchanged", "this payload is already current, but the ledger has no record of its "

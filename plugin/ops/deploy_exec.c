@@ -7,41 +7,10 @@
 
 #include "core/util.h"
 
-#define MARK "lume-metal:facts-end"
+#define MARK "lume-metal:facts-end"     /* deploy.sh's first line */
 #define SETTLING "lume-metal:settling" /* install.sh --mark-settle, after "lume-metal:settle N" */
 
-/* After the facts: when the payload is current and the controller does not insist ($2 is not
- * "wait": --force), the driver ends at once, so an unchanged rerun costs no round trip more than
- * the facts. Else the controller's word, then the payload into staging/ under a name of this
- * driver's own, its gzip stream read whole by tar while common.sh and install.sh are taken out
- * of it (a cut-off upload ends here, before any of it runs), install.sh run from that copy with
- * --verified (it checks the SHA-256 first) and --mark-settle, and one find that removes this run's files and
- * uploads of runs that died (never a live one: those are not 10 minutes old). $1 is the
- * payload's SHA-256, $3 and $4 (when not empty) install.sh's --confirm-timeout and
- * --confirm-settle. */
-static const char driver[] =
-    "echo " MARK "\n"
-    "[ \"$2\" = wait ] || ! cd -P \"$R/current\" 2>/dev/null || case $PWD in */releases/\"$1\") exit 0 ;; esac\n"
-    "IFS= read -r go || exit 0\n"
-    "case $go in install | install-stock) ;; *) exit 0 ;; esac\n"
-    /* the facts left it in a release, which the install may prune */
-    "cd \"$HOME\" || exit 1\n"
-    "h=$1 S=\"$R/staging\" ct=$3 cs=$4\n"
-    "[ -d \"$S\" ] || mkdir -p \"$S\" 2>/dev/null || { echo \"cannot create the directory $S\" >&2; exit 1; }\n"
-    "p=\"$S/.$h.tar.gz.part.$$\"\n"
-    "set -- --payload \"$p\" --sha256 \"$h\" --verified --mark-settle\n"
-    "[ -z \"$ct\" ] || set -- \"$@\" --confirm-timeout \"$ct\"\n"
-    "[ -z \"$cs\" ] || set -- \"$@\" --confirm-settle \"$cs\"\n"
-    "if [ \"$go\" = install-stock ] && IFS= read -r k && printf '%s\\n' \"$k\" >\"$p.stock\"; then\n"
-    "  set -- \"$@\" --stock-file \"$p.stock\"\n"
-    "fi\n"
-    "if ! cat >\"$p\"; then w=\"cannot write $p (full disk?)\"\n"
-    "elif ! w=$(tar -xzOf \"$p\" bin/common.sh bin/install.sh 2>&1 >\"$p.sh\"); then w=\"it did not arrive whole: $w\"\n"
-    "else w=''; fi\n"
-    "if [ -n \"$w\" ]; then echo \"upload of $h.tar.gz failed: $w\" >&2; rc=1; else sh \"$p.sh\" \"$@\"; rc=$?; fi\n"
-    "find \"$S\" -name '.*.part.*' \\( -name \"${p##*/}\" -o -name \"${p##*/}.*\" -o -mmin +10 \\) -delete 2>/dev/null\n"
-    "exit $rc\n";
-
+/* The driver, guest-scripts/deploy.sh after facts.sh in one exec (deploy_exec.h): its marks. */
 struct deploy_exec {
 	ssh_chan *ch;
 	char sha[65];
@@ -54,27 +23,25 @@ int
 deploy_exec_open(deploy_exec **out, ssh_conn *c, const char *sha, int force, const char *confirm_timeout,
     const char *confirm_settle, guest_facts *f, char *err)
 {
-	lm_buf script = {0}, cmd = {0};
-	deploy_exec *x;
-	const char *text, *argv[] = {"sh", "-c", NULL, "sh", sha, force ? "wait" : "", confirm_timeout ? confirm_timeout : "",
+	static const rscript parts[] = {RSCRIPT_FACTS, RSCRIPT_DEPLOY};
+	const char *text, *args[] = {sha, force ? "wait" : "", confirm_timeout ? confirm_timeout : "",
 	    confirm_settle ? confirm_settle : "", NULL};
+	deploy_exec *x;
+	remote_cmd *cmd = NULL;
 	int rc;
 
 	*out = NULL;
 	memset(f, 0, sizeof *f);
 	if (!lm_is_sha256(sha))
 		return lm_err(err, LM_EINPUT, "not a SHA-256: %.80s", sha);
-	if ((x = calloc(1, sizeof *x)) == NULL || lm_buf_addf(&script, "%s%s", guest_facts_script(), driver) != 0 ||
-	    (argv[2] = script.data, ssh_quote_argv(&cmd, argv)) != LM_OK) {
+	if ((x = calloc(1, sizeof *x)) == NULL || rcmd_scripts(&cmd, parts, 2, args) != LM_OK) {
 		free(x);
-		lm_buf_free(&script);
 		return lm_err(err, LM_EFAIL, "out of memory");
 	}
 	snprintf(x->sha, sizeof x->sha, "%s", sha);
 	snprintf(x->where, sizeof x->where, "%s", ssh_where(c));
-	rc = ssh_chan_open(&x->ch, c, cmd.data, err);
-	lm_buf_free(&script);
-	lm_buf_free(&cmd);
+	rc = ssh_chan_open(&x->ch, c, cmd, err);
+	rcmd_free(cmd);
 	if (rc == LM_OK)
 		rc = ssh_chan_read_until(x->ch, MARK, &text, err);
 	if (rc == LM_OK) {

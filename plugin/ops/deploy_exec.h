@@ -1,5 +1,6 @@
-/* deploy_exec: a deploy's one exec. One channel runs a fixed driver script in the guest: it
- * prints the guest's facts (guest_facts_script) and a mark. When the payload is already current
+/* deploy_exec: a deploy's one exec. One channel runs a fixed driver script in the guest
+ * (guest-scripts/facts.sh then deploy.sh, RSCRIPT_FACTS and RSCRIPT_DEPLOY): it prints the
+ * guest's facts and a mark. When the payload is already current
  * (and no --force) it ends there: an unchanged rerun is that one exec. Else it waits for the
  * controller's word on its stdin. "skip" (or EOF) ends it. "install" is followed by the payload,
  * which the driver writes into staging/ as it arrives; the payload's own install.sh (taken out
@@ -8,7 +9,7 @@
  * "install-stock" sends, before the payload, one line: the stock probe's answer recorded for
  * this image version, for install.sh --stock-file. So a first deploy costs one exec and no SFTP
  * subsystem, and an unchanged rerun one exec and no payload byte. The payload's SHA-256 is the
- * argument, quoted by ssh_quote_argv; a payload cut off on the way fails in the driver (tar finds
+ * argument (net/rcmd.h quotes it); a payload cut off on the way fails in the driver (tar finds
  * the gzip stream cut, before any of it runs) or in install.sh (the SHA-256, before anything
  * moves), and the old release keeps running. --confirm-timeout and --confirm-settle for
  * install.sh are two more arguments (empty: not given), never pasted into the script. */

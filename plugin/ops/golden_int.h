@@ -51,9 +51,6 @@ typedef struct {
 /* The steps, indexed by GOLDEN_*: their names are the progress lines' and the result's. */
 extern const golden_step golden_steps[GOLDEN_NSTEPS];
 
-/* The image.json stamp: a fixed sh -c script, the directory its one argument (golden_steps.c). */
-extern const char golden_stamp_script[];
-
 /* Fills g->cmd: every step's concrete command. LM_EFAIL out of memory (golden_plan.c). */
 int golden_plan(golden_run *g);
 

@@ -79,11 +79,12 @@ golden_plan(golden_run *g)
 	    "the profile, activate only on a pass", o->build, o->deploy.info ? o->deploy.info->sha256 : "?");
 	g->cmd[GOLDEN_WORKLOAD] = text(o->model ? "validate --model %s" : "none (no --model)", o->model, NULL);
 	{
-		const char *a[] = {"sh", "-c", golden_stamp_script, "sh", GUEST_ROOT, NULL};
+		const char *a[] = {GUEST_ROOT, NULL};
+		remote_cmd *stamp_cmd;
 
-		if (ssh_quote_argv(&b, a) == LM_OK)
-			g->cmd[GOLDEN_STAMP] = text("%s < image.json%s", b.data, NULL);
-		lm_buf_free(&b);
+		if (rcmd_script(&stamp_cmd, RSCRIPT_STAMP, a) == LM_OK)
+			g->cmd[GOLDEN_STAMP] = text("%s < image.json%s", rcmd_text(stamp_cmd), NULL);
+		rcmd_free(stamp_cmd);
 	}
 	{
 		const char *a[] = {lume, "stop", o->build, NULL};

@@ -17,12 +17,6 @@
 #include "ops/golden_int.h"
 #include "ops/verdicts.h"
 
-/* image.json beside current and previous, written whole or not at all: a temporary file in the
- * same directory, then rename. The JSON comes on stdin; the directory is the one argument. */
-const char golden_stamp_script[] =
-    "umask 022; mkdir -p \"$1\" || exit 1; t=\"$1/.image.json.$$\"\n"
-    "cat >\"$t\" && mv -f \"$t\" \"$1/image.json\" || { rm -f \"$t\"; exit 1; }";
-
 static void
 now_utc(char out[32])
 {
@@ -38,11 +32,11 @@ static int
 stamp(golden_run *g, const char *json, char *err)
 {
 	const golden_opts *o = g->o;
-	const char *a[] = {"sh", "-c", golden_stamp_script, "sh", GUEST_ROOT, NULL};
+	const char *a[] = {GUEST_ROOT, NULL};
 	guest_target *t = NULL;
 	ssh_conn *c = NULL;
 	ssh_opts so = o->deploy.ssh;
-	lm_buf cmd = {0};
+	remote_cmd *cmd = NULL;
 	ssh_result res = {0};
 	int why = 0, rc;
 
@@ -52,18 +46,18 @@ stamp(golden_run *g, const char *json, char *err)
 	t->port = o->port;
 	if ((rc = guest_connect(&c, &why, t, &so, o->deploy.lume, o->deploy.wait_s, err)) != LM_OK)
 		goto done;
-	if ((rc = ssh_quote_argv(&cmd, a)) != LM_OK) {
+	if ((rc = rcmd_script(&cmd, RSCRIPT_STAMP, a)) != LM_OK) {
 		rc = lm_err(err, LM_EFAIL, "out of memory");
 		goto done;
 	}
-	if ((rc = ssh_exec(c, cmd.data, json, strlen(json), &res, err)) != LM_OK)
+	if ((rc = ssh_exec(c, cmd, json, strlen(json), &res, err)) != LM_OK)
 		goto done;
 	if (res.signal[0] || res.exit_code != 0)
 		rc = lm_err(err, LM_EFAIL, "writing image.json in the guest failed (exit %d): %.200s", res.exit_code,
 		    res.err.data ? res.err.data : "");
 	ssh_result_free(&res);
 done:
-	lm_buf_free(&cmd);
+	rcmd_free(cmd);
 	ssh_close(c);
 	guest_target_free(t);
 	return rc;

@@ -6,34 +6,23 @@
 
 #include "core/util.h"
 
-/* The guest-side steps, fixed scripts given their inputs as quoted arguments. */
-static const char probe_script[] =
-    /* a payload for another target cannot run here: say so, not "Exec format error" */
-    "case $(uname -s) in Darwin) t=macos ;; *) t=linux-sim ;; esac\n"
-    "[ \"$t\" = \"$2\" ] || { rm -rf \"$1\"; echo \"the probe payload is for $2 but this guest runs $t; pass --target $t "
-    "(or --payload FILE of that target, or --no-probe)\" >&2; exit 3; }\n"
-    "cd \"$1\" || exit 1\n"
-    "trap 'rm -rf \"$1\"' EXIT\n"
-    "tar -xzf payload.tar.gz bin/lume-metal-probe bin/run-with-shim lib profile.json shim.env || exit 1\n"
-    "./bin/lume-metal-probe >stock.json || exit 1\n"
-    "./bin/run-with-shim \"$1/bin/lume-metal-probe\" --expect profile.json --stock stock.json >shim.json; rc=$?\n"
-    "printf '{\"stock\":%s,\"shimmed\":%s,\"pass\":%s}\\n' \"$(cat stock.json)\" \"$(cat shim.json)\" "
-    "\"$([ $rc -eq 0 ] && echo true || echo false)\"\n";
-static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-probe.XXXXXX\"";
-/* Runs argv in the guest; *out gets the first line of its stdout (caller frees). */
+/* Runs script with args in the guest; *out gets the first line of its stdout (caller frees). */
 static int
-run_line(cJSON *r, ssh_conn *c, const char *const *argv, char **out)
+run_line(cJSON *r, ssh_conn *c, rscript script, const char *const *args, char **out)
 {
 	char err[LM_ERRLEN];
-	lm_buf cmd = {0};
+	remote_cmd *cmd;
 	ssh_result res;
 	int rc;
 
 	*out = NULL;
-	rc = ssh_quote_argv(&cmd, argv) == LM_OK ? ssh_exec(c, cmd.data, NULL, 0, &res, err) : LM_EFAIL;
-	lm_buf_free(&cmd);
+	if ((rc = rcmd_script(&cmd, script, args)) != LM_OK)
+		lm_err(err, LM_EFAIL, "out of memory");
+	else
+		rc = ssh_exec(c, cmd, NULL, 0, &res, err);
+	rcmd_free(cmd);
 	if (rc == LM_OK && res.exit_code != 0)
-		rc = lm_err(err, LM_EFAIL, "%s %s failed: %.200s", argv[0], argv[1], res.err.data ? res.err.data : "");
+		rc = lm_err(err, LM_EFAIL, "%s failed: %.200s", rscript_name(script), res.err.data ? res.err.data : "");
 	if (rc == LM_OK && (*out = strndup(res.out.data ? res.out.data : "", res.out.data ? strcspn(res.out.data, "\n")
 	    : 0)) == NULL)
 		rc = lm_err(err, LM_EFAIL, "out of memory");
@@ -61,12 +50,12 @@ upload_to(cJSON *r, ssh_conn *c, const session_opts *o, const char *dir, const c
 int
 probe_scratch(cJSON *r, ssh_conn *c, const session_opts *o)
 {
-	static const char *const mk[] = {"sh", "-c", scratch_script, NULL};
+	static const char *const mk[] = {"probe", NULL};
 	char msg[LM_ERRLEN], *dir = NULL;
 	cJSON *res = NULL;
 	int code = 0, rc = LM_EFAIL;
 
-	if (run_line(r, c, mk, &dir) != LM_OK)
+	if (run_line(r, c, RSCRIPT_SCRATCH, mk, &dir) != LM_OK)
 		return LM_EFAIL;
 	if (dir[0] != '/') {
 		session_set_state(r, "failed", "mktemp -d in the guest gave no directory");
@@ -75,9 +64,9 @@ probe_scratch(cJSON *r, ssh_conn *c, const session_opts *o)
 	if (upload_to(r, c, o, dir, "payload.tar.gz") != LM_OK)
 		goto done;
 	{
-		const char *a[] = {"sh", "-c", probe_script, "sh", dir, o->info->target, NULL};
+		const char *a[] = {dir, o->info->target, NULL};
 
-		if (guest_run_json(&res, &code, c, a, NULL, msg) != LM_OK) {
+		if (guest_run_json(&res, &code, c, RSCRIPT_PROBE, a, NULL, msg) != LM_OK) {
 			session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 			goto done;
 		}

@@ -7,10 +7,6 @@
 #include "core/ledger.h"
 #include "ops/probe.h"
 
-static const char rollback_script[] =
-    "for r in current previous; do f=\"$1/$r/bin/rollback.sh\"; [ -f \"$f\" ] && exec sh \"$f\" \"$2\"; done\n"
-    "printf '{\"result\":\"nothing-to-do\",\"to\":\"%s\",\"reason\":\"nothing is installed\"}\\n' \"$2\"";
-
 int
 rollback_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
@@ -23,7 +19,7 @@ rollback_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	*out = r;
 	if (session_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (session_run_script(r, s.c, rollback_script, o->to, "rollback", &code) != LM_OK)
+	if (session_run_script(r, s.c, RSCRIPT_ROLLBACK, o->to, "rollback", &code) != LM_OK)
 		goto done;
 	res = cJSON_GetObjectItemCaseSensitive(r, "rollback");
 	result = cJSON_GetObjectItemCaseSensitive(res, "result");

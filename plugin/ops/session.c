@@ -270,13 +270,13 @@ session_record(cJSON *r, const session_opts *o, const cJSON *key, const cJSON *r
 
 /* session.h */
 int
-session_run_script(cJSON *r, ssh_conn *c, const char *script, const char *arg, const char *field, int *code)
+session_run_script(cJSON *r, ssh_conn *c, rscript script, const char *arg, const char *field, int *code)
 {
-	const char *a[] = {"sh", "-c", script, "sh", GUEST_ROOT, arg, NULL};
+	const char *a[] = {GUEST_ROOT, arg, NULL};
 	char msg[LM_ERRLEN];
 	cJSON *res;
 
-	if (guest_run_json(&res, code, c, a, NULL, msg) != LM_OK) {
+	if (guest_run_json(&res, code, c, script, a, NULL, msg) != LM_OK) {
 		session_set_state(r, strstr(msg, "timed out") ? "timeout" : "failed", msg);
 		return LM_EFAIL;
 	}

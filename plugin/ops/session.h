@@ -79,10 +79,10 @@ int session_open_exec(session_vm *s, cJSON *r, guest_target *t, const session_op
  * "roundTrips" {"total","afterHandshake"} (ssh_round_trips). */
 void session_close(session_vm *s, cJSON *r);
 
-/* Runs one of the fixed scripts that take the guest's lume-metal folder (GUEST_ROOT) as $1 and
+/* Runs one of the fixed scripts (net/rcmd.h) that take the guest's lume-metal folder (GUEST_ROOT) as $1 and
  * arg (may be NULL) as $2; r gets its JSON under field, *code its exit status. On failure r has
  * the state ("timeout" or "failed") and the reason. */
-int session_run_script(cJSON *r, ssh_conn *c, const char *script, const char *arg, const char *field, int *code);
+int session_run_script(cJSON *r, ssh_conn *c, rscript script, const char *arg, const char *field, int *code);
 
 /* A new record of kind (caller frees): "kind", who wrote it ("vm", "address", "host",
  * "controller") and, when o->info is set, the payload's "payloadSha256", "profile", "workload"

@@ -4,10 +4,6 @@
 #include "core/ledger.h"
 #include "ops/verdicts.h"
 
-static const char status_script[] =
-    "for r in current previous; do f=\"$1/$r/bin/status.sh\"; [ -f \"$f\" ] && exec sh \"$f\"; done\n"
-    "printf '{\"root\":null,\"current\":null,\"previous\":null,\"releases\":[],\"installed\":false}\\n'";
-
 /* The image version's newest verdict of any payload, as "latestVerdict" and "latestPayload": a VM
  * on another release than a passing one is a release behind. Nothing when none can be read. */
 static void
@@ -41,7 +37,7 @@ status_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	*out = r;
 	if (session_open(&s, r, t, o) != LM_OK)
 		return LM_OK;
-	if (session_run_script(r, s.c, status_script, NULL, "status", &code) != LM_OK)
+	if (session_run_script(r, s.c, RSCRIPT_STATUS, NULL, "status", &code) != LM_OK)
 		goto done;
 	verdicts_consult(r, &s, o); /* the registry's verdicts, when asked for */
 	/* The verdict on the payload installed; when it has none (or none is installed), the

@@ -14,20 +14,6 @@
 #include "core/ledger.h"
 #include "core/util.h"
 
-static const char scratch_script[] = "mktemp -d \"${TMPDIR:-/tmp}/lume-metal-validate.XXXXXX\"";
-/* $1 the scratch directory (payload.tar.gz and text.txt uploaded there), $2 llama-perplexity,
- * $3 the model. Prints llama-perplexity's path, the model's and the text's SHA-256. */
-static const char prep_script[] =
-    "cd \"$1\" || exit 1\n"
-    "tar -xzf payload.tar.gz bin/run-with-shim lib shim.env || { echo 'cannot unpack the payload' >&2; exit 1; }\n"
-    "PATH=" GUEST_TOOL_PATH ":$PATH\n"
-    "lp=$(command -v -- \"$2\") || { echo \"llama-perplexity not found in the guest: $2 (looked in "
-    GUEST_TOOL_PATH " and PATH)\" >&2; exit 3; }\n"
-    "[ -f \"$3\" ] && [ -r \"$3\" ] || { echo \"model not found in the guest: $3\" >&2; exit 4; }\n"
-    "printf '%s\\n' \"$lp\"; shasum -a 256 \"$3\" | cut -c1-64; shasum -a 256 text.txt | cut -c1-64";
-/* $1 the scratch directory; the rest is the command. */
-static const char arm_script[] = "cd \"$1\" || exit 97\nshift\nexec \"$@\"";
-static const char clean_script[] = "case $1 in /*/lume-metal-validate.*) rm -rf \"$1\" ;; esac";
 
 static cJSON *
 metal_json(const bench_metal *m)
@@ -61,22 +47,26 @@ arm_free(arm *a)
 	lm_buf_free(&a->err);
 }
 
-/* Runs argv in the guest; a, its output and exit status. LM_OK when it ran to an exit status.
- * cmdline, when not NULL, gets the command arm_script runs (argv from its sixth word). */
+/* Runs script (guest-scripts/) with args in the guest; a, its output and exit status. LM_OK when
+ * it ran to an exit status. cmdline, when not NULL, gets the command in-dir.sh runs (args from
+ * the second). */
 static int
-run(arm *a, ssh_conn *c, const char *const *argv, lm_buf *cmdline)
+run(arm *a, ssh_conn *c, rscript script, const char *const *args, lm_buf *cmdline)
 {
-	lm_buf cmd = {0};
+	remote_cmd *cmd = NULL, *shown = NULL;
 	ssh_result res;
 	int rc;
 
 	a->code = -1;
-	if (ssh_quote_argv(&cmd, argv) != LM_OK || (cmdline && ssh_quote_argv(cmdline, argv + 5) != LM_OK)) {
-		lm_buf_free(&cmd);
+	if (rcmd_script(&cmd, script, args) != LM_OK || (cmdline && (rcmd_argv(&shown, args + 1) != LM_OK ||
+	    lm_buf_addf(cmdline, "%s", rcmd_text(shown)) != 0))) {
+		rcmd_free(cmd);
+		rcmd_free(shown);
 		return lm_err(a->msg, LM_EFAIL, "out of memory");
 	}
-	rc = ssh_exec(c, cmd.data, NULL, 0, &res, a->msg);
-	lm_buf_free(&cmd);
+	rcmd_free(shown);
+	rc = ssh_exec(c, cmd, NULL, 0, &res, a->msg);
+	rcmd_free(cmd);
 	a->out = res.out;
 	a->err = res.err;
 	if (rc == LM_OK)
@@ -225,10 +215,10 @@ step_text(vrun *w)
 static int
 step_scratch(vrun *w)
 {
-	static const char *const a[] = {"sh", "-c", scratch_script, NULL};
+	static const char *const a[] = {"validate", NULL};
 	char *dir;
 
-	if (run(&w->mk, w->s->c, a, NULL) != LM_OK || w->mk.code != 0)
+	if (run(&w->mk, w->s->c, RSCRIPT_SCRATCH, a, NULL) != LM_OK || w->mk.code != 0)
 		return fail_state(w->r, w->mk.code > 0 ? "mktemp -d failed in the guest" : w->mk.msg);
 	dir = strndup(w->mk.out.data ? w->mk.out.data : "", w->mk.out.data ? strcspn(w->mk.out.data, "\r\n") : 0);
 	if (dir == NULL || dir[0] != '/' || strstr(dir, "/lume-metal-validate.") == NULL ||
@@ -258,10 +248,10 @@ step_upload(vrun *w)
 static int
 step_prep(vrun *w)
 {
-	const char *a[] = {"sh", "-c", prep_script, "sh", w->dir, w->v->llama_perplexity, w->v->model, NULL};
+	const char *a[] = {w->dir, w->v->llama_perplexity, w->v->model, NULL};
 	char last[201], gtext_sha[65];
 
-	if (run(&w->prep, w->s->c, a, NULL) != LM_OK)
+	if (run(&w->prep, w->s->c, RSCRIPT_VALIDATE_PREP, a, NULL) != LM_OK)
 		return fail_state(w->r, w->prep.msg);
 	if (w->prep.code != 0) {
 		session_set_state(w->r, "failed", last_words(last, &w->prep.err));
@@ -280,14 +270,14 @@ step_prep(vrun *w)
 	return LM_OK;
 }
 
-/* Runs an arm (argv from arm_script) into a; a failure to run it (with only_timeout, a timeout
+/* Runs an arm (in-dir.sh: its directory, then the command) into a; a failure to run it (with only_timeout, a timeout
  * only) fails the validation, named by the arm. cmdline as run() takes it. */
 static int
 arm_exec(vrun *w, arm *a, const char *const *argv, lm_buf *cmdline, int only_timeout)
 {
 	char msg[LM_ERRLEN];
 
-	if (run(a, w->s->c, argv, cmdline) != LM_OK && (!only_timeout || strstr(a->msg, "timed out"))) {
+	if (run(a, w->s->c, RSCRIPT_IN_DIR, argv, cmdline) != LM_OK && (!only_timeout || strstr(a->msg, "timed out"))) {
 		snprintf(msg, sizeof msg, "llama-perplexity (%s arm): %.400s", a == &w->stock ? "stock" : "shim", a->msg);
 		return fail_state(w->r, msg);
 	}
@@ -298,7 +288,7 @@ arm_exec(vrun *w, arm *a, const char *const *argv, lm_buf *cmdline, int only_tim
 static int
 step_stock(vrun *w)
 {
-	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->lp, "-m", w->v->model, "-f", w->text, "-c", w->ctx,
+	const char *a[] = {w->dir, w->lp, "-m", w->v->model, "-f", w->text, "-c", w->ctx,
 		"--chunks", w->chunks, "--kl-divergence-base", w->base, NULL};
 
 	return arm_exec(w, &w->stock, a, &w->cmdline, 0);
@@ -332,7 +322,7 @@ step_stock_check(vrun *w)
 static int
 step_shim(vrun *w)
 {
-	const char *a[] = {"sh", "-c", arm_script, "sh", w->dir, w->rws, w->lp, "-m", w->v->model, "-c", w->ctx,
+	const char *a[] = {w->dir, w->rws, w->lp, "-m", w->v->model, "-c", w->ctx,
 		"--kl-divergence-base", w->base, "--kl-divergence", NULL};
 
 	return arm_exec(w, &w->shim, a, NULL, 1);
@@ -556,9 +546,9 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 			progress(w.v, t, steps[i].name, "done", t0);
 	}
 	if (w.dir) {
-		const char *a[] = {"sh", "-c", clean_script, "sh", w.dir, NULL};
+		const char *a[] = {w.dir, NULL};
 
-		run(&w.clean, s->c, a, NULL);
+		run(&w.clean, s->c, RSCRIPT_VALIDATE_CLEAN, a, NULL);
 	}
 	cJSON_Delete(w.rec);
 	cJSON_Delete(w.reasons);

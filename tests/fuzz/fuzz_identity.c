@@ -1,4 +1,4 @@
-/* What a Mac host answers to its one exec (identity_host_script): the "@sysctl", "@pref",
+/* What a Mac host answers to its one exec (guest-scripts/host-identity.sh): the "@sysctl", "@pref",
  * "@storage", "@digests" and "@ls" sections, whatever they hold. identity_host_parse, then
  * identity_host_digest for every VM it listed, in its own location and the default one. */
 #include "fuzz.h"

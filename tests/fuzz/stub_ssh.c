@@ -133,7 +133,7 @@ static int exec_answer(ssh_conn *c, ssh_result *r, char *err);
 
 /* As ssh.c's: after a failure r holds no output. */
 int
-ssh_exec(ssh_conn *c, const char *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
+ssh_exec(ssh_conn *c, const remote_cmd *cmd, const void *in, size_t inlen, ssh_result *r, char *err)
 {
 	int rc;
 
@@ -202,16 +202,6 @@ ssh_upload_scp(ssh_conn *c, const char *local, const char *remote_dir, const cha
 	return upload(c, sent, err);
 }
 
-/* Nothing runs the command: the words joined by spaces do. */
-int
-ssh_quote_argv(lm_buf *out, const char *const *argv)
-{
-	for (size_t i = 0; argv[i] != NULL; i++)
-		if ((i > 0 && lm_buf_add(out, " ", 1) != 0) || lm_buf_add(out, argv[i], strlen(argv[i])) != 0)
-			return LM_EFAIL;
-	return LM_OK;
-}
-
 void
 ssh_fingerprint(char out[64], const unsigned char *blob, size_t len)
 {
@@ -244,7 +234,7 @@ struct ssh_chan {
 };
 
 int
-ssh_chan_open(ssh_chan **out, ssh_conn *c, const char *cmd, char *err)
+ssh_chan_open(ssh_chan **out, ssh_conn *c, const remote_cmd *cmd, char *err)
 {
 	(void)cmd;
 	if ((*out = calloc(1, sizeof **out)) == NULL)

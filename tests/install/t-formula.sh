@@ -33,7 +33,7 @@ esac
 
 # The install and test blocks, run.
 # tests/metal-sim: `make shim` on Linux builds the simulated device too.
-(cd "$TOP" && tar -cf - Makefile plugin guest-payload manifests scripts shim man completions tests/metal-sim) |
+(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions tests/metal-sim) |
 	tar -C "$T/src" -xf -
 rm -f "$T/src/plugin/lume-metal"
 cp -R "$TOP/build/macos" "$T/src/build/" 2>/dev/null || not_ok "build/macos/ has the cross-built shim and probe (make shim)"

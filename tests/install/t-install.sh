@@ -9,7 +9,7 @@
 unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
 P=$T/prefix S=$T/src
 mkdir -p "$S/build" "$T/elsewhere" "$T/fake"
-(cd "$TOP" && tar -cf - Makefile plugin guest-payload manifests scripts shim man completions) | tar -C "$S" -xf -
+(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions) | tar -C "$S" -xf -
 rm -f "$S/plugin/lume-metal"
 # -O0: quicker, and it once failed to link (floor without -lm).
 check_rc "the copy builds (CFLAGS=-O0)" 0 make -C "$S" plugin/lume-metal PREFIX="$P" CFLAGS=-O0

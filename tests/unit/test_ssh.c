@@ -108,15 +108,30 @@ remote(ssh_conn *c, const char *const *argv, int *code)
 {
 	static char out[4096];
 	ssh_result r;
-	lm_buf b = {0};
+	remote_cmd *rc_cmd = NULL;
 	char err[LM_ERRLEN];
 
-	ssh_quote_argv(&b, argv);
-	*code = ssh_exec(c, b.data, NULL, 0, &r, err) == LM_OK ? r.exit_code : -1;
-	snprintf(out, sizeof out, "%s", r.out.data ? r.out.data : "");
-	ssh_result_free(&r);
-	lm_buf_free(&b);
+	rcmd_argv(&rc_cmd, argv);
+	*code = rc_cmd && ssh_exec(c, rc_cmd, NULL, 0, &r, err) == LM_OK ? r.exit_code : -1;
+	snprintf(out, sizeof out, "%s", *code != -1 && r.out.data ? r.out.data : "");
+	if (*code != -1)
+		ssh_result_free(&r);
+	rcmd_free(rc_cmd);
 	return out;
+}
+
+/* `sh -c script`, valid until the next call (NULL frees the last). */
+static const remote_cmd *
+sh_c(const char *script)
+{
+	static remote_cmd *last;
+	const char *argv[] = {"sh", "-c", script, NULL};
+
+	rcmd_free(last);
+	last = NULL;
+	if (script != NULL && rcmd_argv(&last, argv) != LM_OK)
+		abort();
+	return last;
 }
 
 int
@@ -300,33 +315,34 @@ main(void)
 			out = remote(c, tilde, &code);
 			UNIT_OK(strcmp(out, home) == 0, "a leading ~/ becomes the guest HOME, the rest stays quoted");
 		}
-		rc = ssh_exec(c, "exit 7", NULL, 0, &r, err);
+		rc = ssh_exec(c, sh_c("exit 7"), NULL, 0, &r, err);
 		UNIT_OK(rc == LM_OK && r.exit_code == 7 && r.signal[0] == '\0', "an exit code comes back");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "kill -KILL $$", NULL, 0, &r, err);
+		rc = ssh_exec(c, sh_c("kill -KILL $$"), NULL, 0, &r, err);
 		UNIT_OK(rc == LM_EFAIL && strcmp(r.signal, "KILL") == 0, "a process killed by a signal is a failure, not 0");
 		UNIT_HAS(err, "killed by SIGKILL", "... saying so");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "cat; echo to-stderr >&2", "fed in\n", 7, &r, err);
+		rc = ssh_exec(c, sh_c("cat; echo to-stderr >&2"), "fed in\n", 7, &r, err);
 		UNIT_OK(rc == LM_OK && r.out.data && strcmp(r.out.data, "fed in\n") == 0 && r.err.data &&
 		    strcmp(r.err.data, "to-stderr\n") == 0, "stdin goes in, stdout and stderr come back apart");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "head -c 60000 /dev/zero >&2; head -c 262144 /dev/zero; head -c 5 /dev/zero >&2",
+		rc = ssh_exec(c, sh_c("head -c 60000 /dev/zero >&2; head -c 262144 /dev/zero; "
+		    "head -c 5 /dev/zero >&2"),
 		    NULL, 0, &r, err);
 		UNIT_OK(rc == LM_OK && r.out.len == 262144 && r.err.len == 60005,
 		    "up to the caps on each stream does not stall (%zu, %zu)", r.out.len, r.err.len);
 		ssh_result_free(&r);
 		t0 = lm_now_ms();
-		rc = ssh_exec(c, "head -c 16777216 /dev/zero", NULL, 0, &r, err);
+		rc = ssh_exec(c, sh_c("head -c 16777216 /dev/zero"), NULL, 0, &r, err);
 		UNIT_OK(rc == LM_EFAIL && r.out.len <= SSH_EXEC_OUT_MAX, "a 16 MiB answer fails (%zu bytes kept, %lld ms)",
 		    r.out.len, (long long)(lm_now_ms() - t0));
 		UNIT_HAS(err, "the guest's answer exceeds 262144 bytes (on stdout)", "... saying so");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "head -c 100000 /dev/zero >&2", NULL, 0, &r, err);
+		rc = ssh_exec(c, sh_c("head -c 100000 /dev/zero >&2"), NULL, 0, &r, err);
 		UNIT_OK(rc == LM_EFAIL && r.err.len <= SSH_EXEC_ERR_MAX, "so does 100 kB of stderr");
 		UNIT_HAS(err, "exceeds 65536 bytes (on stderr)", "... saying so");
 		ssh_result_free(&r);
-		rc = ssh_exec(c, "exit 3", NULL, 0, &r, err);
+		rc = ssh_exec(c, sh_c("exit 3"), NULL, 0, &r, err);
 		UNIT_OK(rc == LM_OK && r.exit_code == 3, "... and the session still runs commands %s", rc ? err : "");
 		ssh_result_free(&r);
 		{
@@ -335,7 +351,7 @@ main(void)
 
 			slow_stderr = 1;
 			t0 = lm_now_ms();
-			rc = ssh_chan_open(&h, c, "sleep 0.1; echo lm-mark; read x", err);
+			rc = ssh_chan_open(&h, c, sh_c("sleep 0.1; echo lm-mark; read x"), err);
 			if (rc == LM_OK)
 				rc = ssh_chan_read_until(h, "lm-mark", &text, err);
 			UNIT_OK(rc == LM_OK && strcmp(text, "lm-mark\n") == 0 && lm_now_ms() - t0 < 3000,
@@ -491,5 +507,6 @@ main(void)
 
 
 	run("rm -rf %s", dir);
+	sh_c(NULL);
 	UNIT_DONE();
 }
