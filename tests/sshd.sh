@@ -14,7 +14,9 @@
 #       --keytype TYPE serves only a host key of that type (ssh-keygen -t: ed25519, the default,
 #       ecdsa, rsa), kept in DIR/host_TYPE, as a guest that comes back with another key type.
 #   tests/sshd.sh stop DIR      stops that sshd by its pid, and waits for it.
-# The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME and PATH, and
+# The login user is whoever runs the tests; sshd's SetEnv gives it the guest's HOME, PATH and
+# TMPDIR (DIR/tmp/: a Mac's ssh session has a TMPDIR of its user's own, /var/folders/.../T/, so no
+# two guests, nor two tests, share a scratch folder), and
 # LUME_METAL_CONFIRM_SETTLE=0: install.sh does not watch the workload on after its shim is seen
 # active (tests/guest/t-confirm.sh tests that wait; --env may set it again (sshd takes a
 # variable's first SetEnv value: --env comes first), and deploy
@@ -58,7 +60,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-mkdir -p "$dir" "$home"
+mkdir -p "$dir" "$home" "$dir/tmp"
 [ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
 if [ ! -f "$dir/host_$keytype" ] || [ $rekey = yes ]; then
 	rm -f "$dir/host_$keytype" "$dir/host_$keytype.pub"
@@ -78,7 +80,7 @@ UsePAM no
 StrictModes no
 PermitRootLogin yes
 AllowTcpForwarding yes
-SetEnv$env "HOME=$home" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin LUME_METAL_CONFIRM_SETTLE=0
+SetEnv$env "HOME=$home" "TMPDIR=$dir/tmp/" PATH=$path$TOP/tests/guest-sim/bin:/usr/local/bin:/usr/bin:/bin LUME_METAL_CONFIRM_SETTLE=0
 Subsystem sftp $sftp
 LogLevel $loglevel
 MaxStartups 100

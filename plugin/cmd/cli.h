@@ -110,10 +110,6 @@ const char *cli_datadir(void);
 /* --version: version, commit, data folder, SHA-256 of the shim and probe (cli_version.c). */
 int cli_version(void);
 
-/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names a VM result's image
- * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)": the summary's
- * "byImage" and the documents of render.h group VMs by it. */
-void cli_image_label(char *out, size_t len, const cJSON *res);
 
 /* Prints a payload's identity as text or, with json, one JSON object. */
 void cli_print_payload(const payload_info *p, const char *path, int json);

@@ -15,23 +15,6 @@
 #include "core/ledger.h"
 #include "ops/targets.h"
 
-void
-cli_image_label(char *out, size_t len, const cJSON *res)
-{
-	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key"), *in = res;
-	char label[600];
-
-	if (!cJSON_IsObject(key)) {
-		in = cJSON_GetObjectItemCaseSensitive(res, "deploy");
-		key = cJSON_GetObjectItemCaseSensitive(in, "key");
-	}
-	if (!cJSON_IsObject(key))
-		snprintf(out, len, "unknown (not reached)");
-	else
-		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, lm_jstr_or(in, "image", NULL)),
-		    lm_jstr_or(key, "guestOS", "?"), lm_jstr_or(key, "guestBuild", "?"));
-}
-
 static void
 count(cJSON *obj, const char *name, int delta)
 {
@@ -533,7 +516,7 @@ print_summary(cJSON **res, size_t n, int json, double secs, const cJSON *order)
 		cJSON *per;
 
 		count(states, lm_jstr_or(res[i], "state", "?"), 1);
-		cli_image_label(img, sizeof img, res[i]);
+		render_image_label(img, sizeof img, res[i]);
 		if ((per = cJSON_GetObjectItemCaseSensitive(images, img)) == NULL)
 			per = cJSON_AddObjectToObject(images, img);
 		count(per, lm_jstr_or(res[i], "state", "?"), 1);

@@ -78,7 +78,7 @@ cmd_bench(int argc, char **argv)
 		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
 		bench_vm_run(&res, t, &o, err);
-		guest_target_free(t);
+		ops_one_vm_free(t);
 	}
 	if (conn.json) {
 		cli_print_json(res);

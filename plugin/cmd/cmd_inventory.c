@@ -66,7 +66,7 @@ cmd_inventory(int argc, char **argv)
 	if ((rc = cli_conn_ready(&conn, "inventory")) != EXIT_OK)
 		return rc;
 	/* Ansible needs a user for each host: -u, else user= of the config file, else lume. */
-	user = conn.r.ssh.user ? conn.r.ssh.user : GUEST_DEFAULT_USER;
+	user = ops_user(&conn.r);
 	if ((rc = hosts_load(&hosts, &n, file, user, err)) != LM_OK)
 		return cli_fail(rc, err);
 	if (name != NULL) {

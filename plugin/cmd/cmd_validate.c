@@ -140,7 +140,7 @@ cmd_validate(int argc, char **argv)
 		if ((rc = cli_one_vm(&t, &conn, argv[optind], &o, 3600)) != EXIT_OK)
 			goto done;
 		validate_once(&res, t, &o, err);
-		guest_target_free(t);
+		ops_one_vm_free(t);
 		fleet_stamp(res, t0);
 		if (conn.doc) {
 			lm_buf b = {0};

@@ -5,6 +5,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/render.h"
+#include "core/ledger.h"
 
 void
 render_put(lm_buf *doc)
@@ -38,27 +39,19 @@ render_utc(char out[32], time_t t, int zone)
 	strftime(out, 32, zone ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
-int
-render_vms(lm_buf *out, int doc, const char *cmd, cJSON *const *res, size_t n, time_t started)
+void
+render_image_label(char *out, size_t len, const cJSON *res)
 {
-	return doc == RENDER_OPENMETRICS ? render_openmetrics_status(out, res, n)
-	    : render_junit_vms(out, cmd, res, n, started);
-}
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(res, "key"), *in = res;
+	char label[600];
 
-int
-render_textfile(const char *dir, cJSON *const *res, size_t n, char *err)
-{
-	lm_buf b = {0};
-	char path[4096];
-	int rc;
-
-	if (lm_fmt(path, sizeof path, "%s/%s", dir, RENDER_TEXTFILE) != 0)
-		return lm_err(err, LM_EINPUT, "--textfile %s: path too long", dir);
-	if (render_openmetrics_status(&b, res, n) != 0 || b.data == NULL) {
-		lm_buf_free(&b);
-		return lm_err(err, LM_EFAIL, "out of memory");
+	if (!cJSON_IsObject(key)) {
+		in = cJSON_GetObjectItemCaseSensitive(res, "deploy");
+		key = cJSON_GetObjectItemCaseSensitive(in, "key");
 	}
-	rc = lm_write_file_atomic(path, b.data, b.len, 0644, err);
-	lm_buf_free(&b);
-	return rc;
+	if (!cJSON_IsObject(key))
+		snprintf(out, len, "unknown (not reached)");
+	else
+		snprintf(out, len, "%s (macOS %s %s)", ledger_key_label(label, sizeof label, key, lm_jstr_or(in, "image", NULL)),
+		    lm_jstr_or(key, "guestOS", "?"), lm_jstr_or(key, "guestBuild", "?"));
 }

@@ -33,11 +33,16 @@ int render_clean(lm_buf *out, const char *s, size_t max, int keep_nl);
 /* The UTC time t as 2026-01-31T23:59:59 (zone: Z when zone, else none, as JUnit's timestamp). */
 void render_utc(char out[32], time_t t, int zone);
 
+/* "REF@sha256:1a2b3c4d… (macOS 26.5 25F71)" as ledger_key_label names a VM result's image
+ * version ("REF (no digest)", "unknown@..."), or "unknown (not reached)": the summary's
+ * "byImage" and the documents below group VMs by it. */
+void render_image_label(char *out, size_t len, const cJSON *res);
+
 /* A VM command's results as the document doc (render_junit_vms or render_openmetrics_status);
  * started is when the run began. 0, or -1 when out of memory. */
 int render_vms(lm_buf *out, int doc, const char *cmd, cJSON *const *res, size_t n, time_t started);
 
-/* JUnit XML: one testsuite per image version (cli_image_label), its properties the version's
+/* JUnit XML: one testsuite per image version (render_image_label), its properties the version's
  * key and the payload; one testcase per VM, whose state decides pass, failure (the VM is not as
  * it should be: validation-failed, drift, refused, failed, ...), error (it could not be asked:
  * unreachable, auth-failed, hostkey-mismatch, timeout, abandoned) or skipped, with the message,

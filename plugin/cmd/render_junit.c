@@ -309,7 +309,7 @@ render_junit_vms(lm_buf *out, const char *cmd, cJSON *const *res, size_t n, time
 	}
 	/* A suite per image version, in the order their first VM comes. */
 	for (size_t i = 0; i < n; i++) {
-		cli_image_label(labels[i], sizeof labels[i], res[i]);
+		render_image_label(labels[i], sizeof labels[i], res[i]);
 		in[i] = groups;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(labels[j], labels[i]) == 0) {
@@ -354,7 +354,7 @@ render_junit_golden(lm_buf *out, const cJSON *g, time_t started)
 		property(out, props[k][0], lm_jstr(g, props[k][1]));
 	property(out, "payload", lm_jstr(dep, "sha256"));
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(dep, "key")))
-		property(out, "imageVersion", (cli_image_label(label, sizeof label, dep), label));
+		property(out, "imageVersion", (render_image_label(label, sizeof label, dep), label));
 	RENDER_LIT(out, "    </properties>\n");
 	cJSON_ArrayForEach(s, steps) {
 		const char *step = field(s, "step", "?");

@@ -137,7 +137,7 @@ vm_sample(lm_buf *out, int f, const cJSON *r, const char *vm)
 	} else if (f == F_VERDICT && verdict) {
 		const char *kv[] = {"image", img, "verdict", verdict, NULL};
 
-		cli_image_label(img, sizeof img, r);
+		render_image_label(img, sizeof img, r);
 		sample(out, family[f][0], vm, kv, 1);
 	} else if (f == F_CHECKED && epoch(lm_jstr(r, "time")) >= 0)
 		sample(out, family[f][0], vm, NULL, epoch(lm_jstr(r, "time")));

@@ -39,10 +39,15 @@ typedef struct {
 
 /* The database of state, locked for the caller until store_put; *out = NULL (LM_OK) when the
  * state has no ledger and create is 0. Opening it the first time in a process migrates the
- * JSON documents of <state>/ledger/ (ledger_legacy.c). A file at <state>/ledger.db that is not
- * this ledger's database is refused (LM_EFAIL naming it) and never written. */
-int store_get(ledger_db **out, const char *state, int create, char *err);
+ * JSON documents of <state>/ledger/ (made with the database, the marker an older lume-metal
+ * refuses). A file at <state>/ledger.db that is not this ledger's database is refused (LM_EFAIL
+ * naming it) and never written. (ledger_legacy.c: over store_open, which knows no documents.) */
+int legacy_store_get(ledger_db **out, const char *state, int create, char *err);
+/* store_open: legacy_store_get without the documents; *made when it made the file, *fresh when
+ * this process's connection to it is new. store_drop: forgets d's connection and unlocks. */
+int store_open(ledger_db **out, const char *state, int create, int *made, int *fresh, char *err);
 void store_put(ledger_db *d);
+void store_drop(ledger_db *d);
 /* The same lock, without a database (ledger_merge reads its sources under it). */
 void store_lock(void);
 void store_unlock(void);
@@ -74,7 +79,7 @@ const ledger_bad *store_bad(const ledger_db *d, const cJSON *key);
 
 /* Whether this process has the database of inode (dev, ino) open: then it is read only
  * through SQLite (a close(2) of another descriptor of it would drop SQLite's locks). Under the
- * lock store_get takes. NULL, or the open database. */
+ * lock legacy_store_get takes. NULL, or the open database. */
 ledger_db *store_open_as(dev_t dev, ino_t ino);
 /* Checks that db (a connection) is a ledger's database: LM_OK, or LM_EFAIL with what it is in
  * what (200 bytes). */

@@ -104,6 +104,24 @@ legacy_marker(const char *state, char *err)
 }
 
 int
+legacy_store_get(ledger_db **out, const char *state, int create, char *err)
+{
+	int made, fresh, rc;
+
+	/* No database yet: documents to migrate make one (listed only then, not on every open). */
+	if ((rc = store_open(out, state, create, &made, &fresh, err)) == LM_OK && *out == NULL && legacy_pending(state))
+		rc = store_open(out, state, 1, &made, &fresh, err);
+	if (rc != LM_OK || *out == NULL)
+		return rc;
+	if ((made && (rc = legacy_marker(state, err)) != LM_OK) || (fresh && (rc = legacy_migrate(*out, err)) != LM_OK)) {
+		store_drop(*out);
+		*out = NULL;
+		return rc;
+	}
+	return LM_OK;
+}
+
+int
 legacy_read(char **text, const char *path, char *err)
 {
 	struct stat st;
@@ -299,7 +317,7 @@ ledger_readable(const char *state, char *err)
 	}
 	legacy_free(names, n);
 	/* The database, opened as a run opens it: a foreign file there stops the run before it starts. */
-	if (rc == LM_OK && store_get(&db, state, 0, msg) != LM_OK)
+	if (rc == LM_OK && legacy_store_get(&db, state, 0, msg) != LM_OK)
 		rc = lm_err(err, LM_EINPUT, "%s", msg);
 	store_put(db);
 	return rc;

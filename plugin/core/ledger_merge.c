@@ -275,7 +275,7 @@ ledger_merge(ledger_merge_counts *out, const char *state, const char *const *src
 	for (size_t i = 0; i < set.n; i++)
 		records += cJSON_GetArraySize(lj_get(set.v[i].doc, "records"));
 	/* Nothing to merge writes nothing, not even an empty database. */
-	if (rc == LM_OK && (rc = store_get(&d, state, records > 0, err)) == LM_OK && d != NULL)
+	if (rc == LM_OK && (rc = legacy_store_get(&d, state, records > 0, err)) == LM_OK && d != NULL)
 		rc = merge_all(d, &set, out, &bad, first, err);
 	store_put(d);
 	if (rc == LM_OK && bad > 0)

@@ -86,7 +86,7 @@ ledger_prune(cJSON **out, const char *state, int keep, int dry_run, char *err)
 	cJSON_AddBoolToObject(*out, "dryRun", dry_run);
 	if (keep < 1)
 		return lm_err(err, LM_EINPUT, "ledger prune: keep must be at least 1, not %d", keep);
-	if ((rc = store_get(&d, state, 0, err)) != LM_OK)
+	if ((rc = legacy_store_get(&d, state, 0, err)) != LM_OK)
 		return rc;
 	if (d == NULL) {
 		cJSON_AddArrayToObject(*out, "versions");

@@ -38,7 +38,7 @@ ledger_append(const char *state, const cJSON *key, const cJSON *record, char *er
 		cJSON_Delete(rec);
 		return lm_err(err, LM_EINPUT, "ledger: record not written: %s", bad);
 	}
-	if ((rc = store_get(&d, state, 1, err)) != LM_OK || (rc = blocked(d, key, err)) != LM_OK)
+	if ((rc = legacy_store_get(&d, state, 1, err)) != LM_OK || (rc = blocked(d, key, err)) != LM_OK)
 		goto done;
 	/* IMMEDIATE: the write lock first (waiting on another writer), so it never fails half-way. */
 	if ((rc = store_exec(d, "BEGIN IMMEDIATE", err)) != LM_OK)
@@ -106,7 +106,7 @@ ledger_load(cJSON **out, const char *state, const cJSON *key, char *err)
 	*out = NULL;
 	if (ledger_doc_name(name, sizeof name, state, key) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", state);
-	if ((rc = store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
+	if ((rc = legacy_store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
 		goto done;
 	if ((id = store_key_id(d, key, 0, err)) < 0)
 		rc = LM_EFAIL;
@@ -169,7 +169,7 @@ ledger_load_verdict(cJSON **out, int *recorded, const char *state, const cJSON *
 	*out = NULL;
 	recorded = recorded ? recorded : &dummy;
 	*recorded = 0;
-	if ((rc = store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
+	if ((rc = legacy_store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
 		goto done;
 	if ((id = store_key_id(d, key, 0, err)) < 0) {
 		rc = LM_EFAIL;
@@ -199,7 +199,7 @@ ledger_deployed(int *found, const char *state, const cJSON *key, const char *vm,
 	int rc, step;
 
 	*found = 0;
-	if ((rc = store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
+	if ((rc = legacy_store_get(&d, state, 0, err)) != LM_OK || d == NULL || (rc = blocked(d, key, err)) != LM_OK)
 		goto done;
 	if ((id = store_key_id(d, key, 0, err)) <= 0) {
 		rc = id < 0 ? LM_EFAIL : LM_OK;
@@ -314,7 +314,7 @@ each_doc(cJSON **doc, const char *state, const each_item *e, const char *name, c
 		return lm_err(err, LM_EFAIL, "%s", e->msg);
 	if ((key = cJSON_Parse(e->key)) == NULL)
 		return lm_err(err, LM_EFAIL, "%s: its key is not JSON: a corrupt ledger database; it is left as it is", name);
-	if ((rc = store_get(&d, state, 0, err)) == LM_OK && d != NULL && (rc = blocked(d, key, err)) == LM_OK)
+	if ((rc = legacy_store_get(&d, state, 0, err)) == LM_OK && d != NULL && (rc = blocked(d, key, err)) == LM_OK)
 		rc = build_doc(doc, d, e->id, key, name, err);
 	store_put(d);
 	cJSON_Delete(key);
@@ -330,7 +330,7 @@ ledger_each(const char *state, int (*fn)(const cJSON *doc, const char *path, voi
 	size_t n = 0;
 	int rc, bad = 0;
 
-	if ((rc = store_get(&d, state, 0, err)) != LM_OK || d == NULL)
+	if ((rc = legacy_store_get(&d, state, 0, err)) != LM_OK || d == NULL)
 		return rc;
 	rc = each_list(&v, &n, d, err);
 	store_put(d);

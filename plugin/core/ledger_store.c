@@ -153,7 +153,7 @@ db_create(const char *state, const char *path, char *err)
 		return rc;
 	}
 	unlink(tmp);
-	return legacy_marker(state, err);
+	return LM_OK;
 }
 
 /* Why st, the file at d->path, is not this ledger's database: a refusal naming it. */
@@ -250,7 +250,7 @@ moved(ledger_db *d)
 }
 
 int
-store_get(ledger_db **out, const char *state, int create, char *err)
+store_open(ledger_db **out, const char *state, int create, int *made, int *fresh, char *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -260,6 +260,7 @@ store_get(ledger_db **out, const char *state, int create, char *err)
 	int rc;
 
 	*out = NULL;
+	*made = *fresh = 0;
 	if (lm_fmt(path, sizeof path, "%s/ledger.db", state) < 0)
 		return lm_err(err, LM_EINPUT, "%s: path too long", state);
 	pthread_once(&once, at_exit_once);
@@ -276,12 +277,13 @@ store_get(ledger_db **out, const char *state, int create, char *err)
 		}
 		if (d != NULL) /* removed since: this process's connection is to a file no one else sees */
 			db_forget(d), d = NULL;
-		if (!create && !legacy_pending(state)) {
+		if (!create) {
 			pthread_mutex_unlock(&store_mu);
 			return LM_OK;
 		}
 		if ((rc = db_create(state, path, err)) != LM_OK)
 			goto fail;
+		*made = 1;
 		if (stat(path, &st) != 0) {
 			rc = lm_err(err, LM_EFAIL, "%s: %s", path, strerror(errno));
 			goto fail;
@@ -297,10 +299,11 @@ store_get(ledger_db **out, const char *state, int create, char *err)
 			rc = lm_err(err, LM_EFAIL, "out of memory");
 			goto fail;
 		}
-		if ((rc = db_open(d, &st, err)) != LM_OK || (rc = legacy_migrate(d, err)) != LM_OK) {
+		if ((rc = db_open(d, &st, err)) != LM_OK) {
 			db_forget(d);
 			goto fail;
 		}
+		*fresh = 1;
 	}
 	*out = d;
 	return LM_OK;
@@ -326,6 +329,15 @@ store_put(ledger_db *d)
 {
 	if (d != NULL)
 		pthread_mutex_unlock(&store_mu);
+}
+
+void
+store_drop(ledger_db *d)
+{
+	if (d != NULL) {
+		db_forget(d);
+		pthread_mutex_unlock(&store_mu);
+	}
 }
 
 const ledger_bad *

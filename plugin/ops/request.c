@@ -209,3 +209,15 @@ ops_request_free(ops_request *r)
 	free(r->payload);
 	r->payload = NULL;
 }
+
+void
+ops_one_vm_free(guest_target *t)
+{
+	guest_target_free(t);
+}
+
+const char *
+ops_user(const ops_request *r)
+{
+	return r->ssh.user ? r->ssh.user : GUEST_DEFAULT_USER;
+}

@@ -67,11 +67,14 @@ const char *ops_request_setting(const ops_request *r, const char *key);
 int ops_host_check(const char *spec, char *err);
 /* The session options of a run from r: state, lume, ssh, timeout, wait. */
 void ops_session_opts(const ops_request *r, session_opts *o);
-/* The one VM of a command that takes exactly one (bench, validate): *out (guest_target_free)
+/* The one VM of a command that takes exactly one (bench, validate): *out (ops_one_vm_free)
  * from the Lume name vm or r's one --host, and o's connection fields from r, its per-VM
  * timeout long_timeout_s unless --timeout was given. */
 int ops_one_vm(guest_target **out, const ops_request *r, const char *vm, session_opts *o, int long_timeout_s,
     char *err);
+void ops_one_vm_free(guest_target *t);
+/* The user r reaches hosts as: -u, else user= of the config file, else lume's default. */
+const char *ops_user(const ops_request *r);
 /* Verdicts in registries: mode ("local" or "registry", NULL: the config file's verdicts), the
  * config file's signing-key, registry and organization, its trusted-key files loaded into
  * *trust (cleared by ops_verdicts_clear; cfg->trust points at it). After ops_request_ready.

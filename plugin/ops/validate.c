@@ -562,37 +562,3 @@ validate_session(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 	free(w.lp);
 	return rc;
 }
-
-/* Connects to t and runs validate_session, or with once validate_version. */
-static int
-one(cJSON **out, guest_target *t, const session_opts *o, int once)
-{
-	cJSON *r = session_result_new(t, "failed");
-	session_vm s;
-
-	*out = r;
-	if (o->info)
-		cJSON_AddStringToObject(r, "sha256", o->info->sha256);
-	if (session_open(&s, r, t, o) != LM_OK)
-		return LM_OK;
-	if (once)
-		validate_version(r, &s, t, o);
-	else
-		validate_session(r, &s, t, o);
-	session_close(&s, r);
-	return LM_OK;
-}
-
-int
-validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
-{
-	(void)err;
-	return one(out, t, o, 0);
-}
-
-int
-validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err)
-{
-	(void)err;
-	return one(out, t, o, 1);
-}

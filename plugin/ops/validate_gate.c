@@ -1,6 +1,7 @@
 /* validate_gate: the validate gate of deploys and the one validation per image version of a
- * run (validate.h): validate_check, validate_gate, validate_version, and the process's table of
- * the versions being validated. */
+ * run (validate.h): validate_check, validate_gate, validate_version, the process's table of
+ * the versions being validated, and the entry points that connect and run a validation
+ * (validate_one, validate_once; validate.c holds the validation itself, validate_session). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,4 +232,38 @@ validate_version(cJSON *r, session_vm *s, guest_target *t, const session_opts *o
 		cJSON_AddStringToObject(r, "validatedBy", by);
 	cJSON_Delete(last);
 	return rc;
+}
+
+/* Connects to t and runs validate_session, or with once validate_version. */
+static int
+one(cJSON **out, guest_target *t, const session_opts *o, int once)
+{
+	cJSON *r = session_result_new(t, "failed");
+	session_vm s;
+
+	*out = r;
+	if (o->info)
+		cJSON_AddStringToObject(r, "sha256", o->info->sha256);
+	if (session_open(&s, r, t, o) != LM_OK)
+		return LM_OK;
+	if (once)
+		validate_version(r, &s, t, o);
+	else
+		validate_session(r, &s, t, o);
+	session_close(&s, r);
+	return LM_OK;
+}
+
+int
+validate_one(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	(void)err;
+	return one(out, t, o, 0);
+}
+
+int
+validate_once(cJSON **out, guest_target *t, const session_opts *o, char *err)
+{
+	(void)err;
+	return one(out, t, o, 1);
 }

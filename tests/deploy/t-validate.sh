@@ -17,7 +17,8 @@ V() { lm validate tahoe-v --target linux-sim --model "$G/model.gguf" "$@"; }
 # all: every ledger document in one file, for check_grep (which reads one file).
 all() { ledger_text "$T/state" >"$T/ledger.all"; printf '%s' "$T/ledger.all"; }
 records() { ledger_text "$T/state" | grep -c '"kind":[[:space:]]*"validate"'; }
-scratch() { find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'lume-metal-validate.*' 2>/dev/null | wc -l; }
+# scratch: the validate scratch folders in the guest's TMPDIR (its own: tests/sshd.sh).
+scratch() { find "$T/g/tahoe-v/tmp" -maxdepth 1 -name 'lume-metal-validate.*' 2>/dev/null | wc -l; }
 # sim NAME MODE [VAR=VALUE]: a llama-perplexity of that name in the guest that runs the
 # simulation with LUME_METAL_SIM_PPL=MODE (and VAR=VALUE); named llama-perplexity, run-with-shim
 # scopes the shim to it.
@@ -47,6 +48,8 @@ want=$(sed -n 's/^validate arms: //p' "$TOP/docs/interfaces.md" | tr -d '`')
 got=$(sed -n 's/^lume-metal: tahoe-v: \([a-z]*\) arm started at .*/\1/p' "$T/.out" | tr '\n' ' ')
 check "... the arms named as docs/interfaces.md lists them, in order: $want" test -n "$want" -a "$got" = "$want "
 check "... and the guest's scratch directory is gone" test "$(scratch)" -eq "$n0"
+check_grep "... it was in the guest's own TMPDIR (llama-perplexity saved its logits there)" \
+	"saving all logits to $T/g/tahoe-v/tmp/+lume-metal-validate\\.[A-Za-z0-9]+/base\\.kld" "$T/ev/stock.stderr"
 check "the evidence has both arms' raw output, the record and SHA256SUMS" sh -c 'cd "$1" &&
 	for f in stock.stdout stock.stderr shim.stdout shim.stderr record.json SHA256SUMS; do test -s "$f" || exit 1; done &&
 	sha256sum -c --quiet SHA256SUMS' - "$T/ev"
