@@ -195,12 +195,13 @@ clean:
 
 # Fuzzing (tests/fuzz/README.md): one libFuzzer harness per parser, built with clang into
 # build/fuzz/fuzz-NAME; `make fuzz` runs each for FUZZ_SECONDS. Every harness links
-# tests/fuzz/stub_ssh.c in place of plugin/net/ssh.c. `make test` runs build/fuzz/regress, all the
-# harnesses under $(CC) with ASan and UBSan, over their corpora (tests/fuzz/t-regress.sh).
+# tests/fuzz/stub_ssh.c in place of plugin/net/ssh.c and its parts (ssh_*.c). `make test` runs
+# build/fuzz/regress, all the harnesses under $(CC) with ASan and UBSan, over their corpora
+# (tests/fuzz/t-regress.sh).
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 300
 FUZZ_CC      ?= clang
-FUZZ_LIB     := $(filter-out plugin/net/ssh.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
+FUZZ_LIB     := $(filter-out plugin/net/ssh.c plugin/net/ssh_%.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
 FUZZ_HDRS    := $(HDRS) $(wildcard tests/fuzz/*.h)
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB))
 FUZZ_BIN     := $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_NAMES))

@@ -1,7 +1,7 @@
 /* hostfile: an OpenSSH known_hosts file read as OpenSSH reads it (sshd(8) "SSH_KNOWN_HOSTS FILE
- * FORMAT"; OpenSSH's hostfile.c, match.c and sshconnect.c check_host_key), for ssh.c's host-key
- * check: markers, host patterns (wildcards, negation, [host]:port, case), hashed names, keys.
- * A line that cannot be read is skipped with a note, never a reason to fail. Never prints. */
+ * FORMAT"; OpenSSH's hostfile.c, match.c and sshconnect.c check_host_key), for ssh_hostkey.c's
+ * host-key check: markers, host patterns (wildcards, negation, [host]:port, case), hashed names,
+ * keys. A line that cannot be read is skipped with a note, never a reason to fail. Never prints. */
 #ifndef LM_HOSTFILE_H
 #define LM_HOSTFILE_H
 

@@ -40,7 +40,7 @@ int rcmd_script(remote_cmd **out, rscript s, const char *const *args);
 /* The same with the scripts parts[0..n) run one after the other in one shell (deploy: facts.sh
  * then deploy.sh in one exec). */
 int rcmd_scripts(remote_cmd **out, const rscript *parts, size_t n, const char *const *args);
-/* The command line, for ssh.c and for a person (a plan, the ledger's "command"); owned by c. */
+/* The command line, for ssh_chan.c and for a person (a plan, the ledger's "command"); owned by c. */
 const char *rcmd_text(const remote_cmd *c);
 void rcmd_free(remote_cmd *c);
 

@@ -96,7 +96,7 @@ unsigned ssh_exec_count(const ssh_conn *c);
  * (not over a relay), and the SSH handshake: key exchange, authentication and the opening of
  * the first channel; after_handshake what came after that opening (0 before any channel). */
 void ssh_round_trips(const ssh_conn *c, unsigned *total, unsigned *after_handshake);
-/* How long the connection waited, in all, for a place in the handshake gate (ssh.c): the
+/* How long the connection waited, in all, for a place in the handshake gate (ssh_connect.c): the
  * controller's queueing, not the guest's time. */
 int64_t ssh_gate_wait_ms(const ssh_conn *c);
 /* For the relay, which drives a host's session itself: the libssh2 session, its socket, and

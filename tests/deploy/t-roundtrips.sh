@@ -56,7 +56,7 @@ while [ "$(wc -l <"$T/nd.log")" -le "$n0" ] && [ $n -lt 200 ]; do sleep 0.05; n=
 check "the proxy's count of the rerun's connection is the controller's total minus the TCP connect" \
 	test "$(tail -n 1 "$T/nd.log" | sed -n 's/.*turns=\([0-9]*\)$/\1/p')" = "$((${1:-0} - 1))"
 
-# The handshake gate (plugin/net/ssh.c: at most 8 connections per core, 16 to 64, in the
+# The handshake gate (plugin/net/ssh_connect.c: at most 8 connections per core, 16 to 64, in the
 # handshake at once) holds a place only while a connection computes or sends, not across a
 # round trip: the gate's size and 4 more VMs at once, all on rt1's sshd through a second proxy
 # 300 ms each way, each waited for a place less than a round trip (gateWaitMs, beside

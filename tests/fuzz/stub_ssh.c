@@ -1,5 +1,5 @@
-/* stub_ssh: see stub_ssh.h. Linked in place of plugin/net/ssh.c by every harness; plugin/net/relay.c
- * stays (it uses ssh.h alone, and no harness opens a relay). */
+/* stub_ssh: see stub_ssh.h. Linked in place of plugin/net/ssh.c and ssh_*.c by every harness;
+ * plugin/net/relay.c stays (it uses ssh.h alone, and no harness opens a relay). */
 #include "stub_ssh.h"
 
 #include <stdio.h>

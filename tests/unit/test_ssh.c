@@ -23,7 +23,7 @@
 
 static char dir[] = "/tmp/lm-unit-ssh.XXXXXX";
 
-/* libssh2_channel_read_ex interposed (ssh.c's calls come here; the real one is next): with
+/* libssh2_channel_read_ex interposed (ssh_chan.c's calls come here; the real one is next): with
  * slow_stderr set, a read of stderr first waits 300 ms, so that stdout's packets reach the
  * socket and that read takes them into libssh2's queue, as a busy controller's does by chance. */
 static int slow_stderr;
