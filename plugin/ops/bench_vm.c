@@ -256,6 +256,27 @@ metadata(lm_buf *m, const guest_target *t, const session_vm *s, const cJSON *tab
 	free(hj);
 }
 
+/* The --evidence folder: each arm's raw output, results.csv and metadata.md. */
+static int
+write_evidence(const bench_vm_opts *b, const arm_run *stock, const arm_run *shim, const arm_run *host,
+    const lm_buf *csv, const lm_buf *md, char *msg)
+{
+	evidence_file files[9];
+	size_t n = 0;
+
+	files[n++] = (evidence_file){"stock.json", stock->out.data, stock->out.len};
+	files[n++] = (evidence_file){"stock.stderr", stock->err.data ? stock->err.data : "", stock->err.len};
+	files[n++] = (evidence_file){"shim.json", shim->out.data, shim->out.len};
+	files[n++] = (evidence_file){"shim.stderr", shim->err.data ? shim->err.data : "", shim->err.len};
+	if (b->host_baseline) {
+		files[n++] = (evidence_file){"host.json", host->out.data, host->out.len};
+		files[n++] = (evidence_file){"host.stderr", host->err.data ? host->err.data : "", host->err.len};
+	}
+	files[n++] = (evidence_file){"results.csv", csv->data, csv->len};
+	files[n++] = (evidence_file){"metadata.md", md->data, md->len};
+	return evidence_write(b->evidence, files, n, msg);
+}
+
 int
 bench_vm_run(cJSON **out, guest_target *t, const session_opts *o, char *err)
 {
@@ -332,20 +353,7 @@ bench_vm_run(cJSON **out, guest_target *t, const session_opts *o, char *err)
 	}
 	metadata(&md, t, &s, table, cmdline.data ? cmdline.data : "", hashes);
 	if (b->evidence) {
-		evidence_file files[9];
-		size_t n = 0;
-
-		files[n++] = (evidence_file){"stock.json", stock.out.data, stock.out.len};
-		files[n++] = (evidence_file){"stock.stderr", stock.err.data ? stock.err.data : "", stock.err.len};
-		files[n++] = (evidence_file){"shim.json", shim.out.data, shim.out.len};
-		files[n++] = (evidence_file){"shim.stderr", shim.err.data ? shim.err.data : "", shim.err.len};
-		if (b->host_baseline) {
-			files[n++] = (evidence_file){"host.json", host.out.data, host.out.len};
-			files[n++] = (evidence_file){"host.stderr", host.err.data ? host.err.data : "", host.err.len};
-		}
-		files[n++] = (evidence_file){"results.csv", csv.data, csv.len};
-		files[n++] = (evidence_file){"metadata.md", md.data, md.len};
-		if (evidence_write(b->evidence, files, n, msg) != LM_OK) {
+		if (write_evidence(b, &stock, &shim, &host, &csv, &md, msg) != LM_OK) {
 			session_set_state(r, "failed", msg);
 			goto done;
 		}

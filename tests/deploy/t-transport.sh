@@ -27,7 +27,8 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null 2>&1; then
 	pw="pw-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 	useradd -M -d "$T/g/pw/home" -s /bin/sh "$U" && printf '%s:%s\n' "$U" "$pw" | chpasswd
 	t_defer "userdel '$U' 2>/dev/null"
-	mkdir -p "$T/g/pw/home" && chown "$U" "$T/g/pw/home" && chmod 711 "$T" "$T/g" "$T/g/pw"
+	# its home and its TMPDIR (tests/sshd.sh: DIR/tmp/) its own, as a Mac user's are
+	mkdir -p "$T/g/pw/home" "$T/g/pw/tmp" && chown "$U" "$T/g/pw/home" "$T/g/pw/tmp" && chmod 711 "$T" "$T/g" "$T/g/pw"
 	t_defer "sh '$TOP/tests/sshd.sh' stop '$T/g/pw'"
 	sh "$TOP/tests/sshd.sh" start "$T/g/pw" 127.0.0.5 "$PORT" --password
 	(umask 077; printf '%s\n' "$pw" >"$T/pwfile")

@@ -17,12 +17,12 @@ protos() {
 }
 
 # builders DIR: the files other than net/rcmd.c that define struct remote_cmd (and so could
-# make one from text), or open an exec channel themselves (anything but ssh.c's one call, which
+# make one from text), or open an exec channel themselves (anything but ssh_chan.c's one call, which
 # runs rcmd_text).
 builders() {
 	grep -rln --include='*.[ch]' 'struct remote_cmd *{' "$1/plugin" "$1/tests" | grep -v '/plugin/net/rcmd\.c$'
 	grep -rn --include='*.[ch]' 'libssh2_channel_exec\|libssh2_channel_process_startup' "$1/plugin" |
-	    grep -v '/plugin/net/ssh\.c:.*libssh2_channel_exec(h->ch, rcmd_text(cmd))'
+	    grep -v '/plugin/net/ssh_chan\.c:.*libssh2_channel_exec(h->ch, rcmd_text(cmd))'
 }
 
 # quoters DIR: C lines outside net/rcmd.c that escape a single quote for sh ('\''), a second
