@@ -144,6 +144,13 @@ jump_open(guest_target *t, const ssh_opts *base, int *why, char *err)
 }
 
 int
+guest_resolve_why(int rc, int64_t deadline_ms)
+{
+	return rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : ssh_nofds_take() ? SSH_NOFDS :
+	    lm_now_ms() >= deadline_ms ? SSH_TIMEOUT : SSH_UNREACHABLE;
+}
+
+int
 guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err)
 {
 	sshcfg *c;
@@ -243,14 +250,8 @@ guest_connect(ssh_conn **out, int *why, guest_target *t, const ssh_opts *base, c
 		int rc = guest_target_resolve(t, base->deadline_ms, err);
 
 		if (rc != LM_OK) {
-			int nofds = ssh_nofds_take();
-
-			if (nofds)
+			if ((*why = guest_resolve_why(rc, base->deadline_ms)) == SSH_NOFDS)
 				ssh_nofds_note(); /* still set for the fleet, which counts such a VM apart */
-			/* state refused, failed for want of descriptors, timeout when `ssh -G` ran past the
-			 * deadline, else unreachable */
-			*why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : nofds ? SSH_NOFDS :
-			    lm_now_ms() >= base->deadline_ms ? SSH_TIMEOUT : 0;
 			return rc;
 		}
 	}

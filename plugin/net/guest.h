@@ -56,6 +56,10 @@ int guest_target_host(guest_target **out, const char *spec, const char *default_
  * checking t's host key under its HostName and port, as OpenSSH does. More hops are refused
  * (LM_EREFUSED). */
 int guest_target_resolve(guest_target *t, int64_t deadline_ms, char *err);
+/* What guest_target_resolve's failure rc by deadline_ms means (ssh.h's SSH_*): refused
+ * (SSH_HOSTKEY_UNKNOWN), this controller out of descriptors (SSH_NOFDS: ssh_nofds_take), `ssh -G`
+ * still running at the deadline, as on a loaded controller (SSH_TIMEOUT), else SSH_UNREACHABLE. */
+int guest_resolve_why(int rc, int64_t deadline_ms);
 /* What t's configuration adds to o, where the flags gave nothing: its IdentityFiles (tried
  * after the agent when there is no -i), its UserKnownHostsFile (when o->known_hosts is NULL:
  * neither --known-hosts nor the config file named one), StrictHostKeyChecking accept-new. A

@@ -203,9 +203,7 @@ connect_one(void *arg, size_t i)
 	o.deadline_ms = lm_now_ms() + (int64_t)r->timeout_s * 1000;
 	/* Here, in the pool: one `ssh -G` per host, side by side. */
 	if ((rc = guest_target_resolve(r->hosts[i], o.deadline_ms, h->err)) != LM_OK) {
-		/* `ssh -G` still running at the deadline (a loaded controller) is the host's timeout. */
-		h->why = rc == LM_EREFUSED ? SSH_HOSTKEY_UNKNOWN : ssh_nofds_take() ? SSH_NOFDS :
-		    lm_now_ms() >= o.deadline_ms ? SSH_TIMEOUT : SSH_UNREACHABLE;
+		h->why = guest_resolve_why(rc, o.deadline_ms);
 		return;
 	}
 	guest_target_opts(&o, r->hosts[i]);
