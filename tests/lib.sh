@@ -9,6 +9,11 @@ export LUME_METAL_DATADIR="${LUME_METAL_DATADIR:-$TOP}"
 # No test reads the user's own config file (lume-metal config, plugin/core/config.h).
 export XDG_CONFIG_HOME="$T/xdg-config"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
+# LeakSanitizer's scan at exit costs about 50 ms of CPU per start of the ASan build, as much as
+# the rest of ASan, and these tests start it some 2500 times: it is off here, and on in the unit
+# tests, the fuzz regressions and tests/cli/t-demo-san.sh (every user-facing command through the
+# demo). LM_LEAKS=1 turns it on in every test.
+export ASAN_OPTIONS="detect_leaks=${LM_LEAKS:-0}"
 t_cleanups=""
 # The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim).
 t_cleanup() { eval "$t_cleanups"; sh "$TOP/tests/guest-sim/stop-jobs.sh" "$T"; rm -rf "$T"; }
