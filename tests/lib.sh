@@ -10,9 +10,10 @@ export LUME_METAL_DATADIR="${LUME_METAL_DATADIR:-$TOP}"
 export XDG_CONFIG_HOME="$T/xdg-config"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
 # LeakSanitizer's scan at exit costs about 50 ms of CPU per start of the ASan build, as much as
-# the rest of ASan, and these tests start it some 2500 times: it is off here, and on in the unit
-# tests, the fuzz regressions and tests/cli/t-demo-san.sh (every user-facing command through the
-# demo). LM_LEAKS=1 turns it on in every test.
+# the rest of ASan, and the CLI's tests start it hundreds of times each: it is off here, and on
+# in the deploy tests (tests/deploy/common.sh), the unit tests, the fuzz regressions and
+# tests/cli/t-demo-san.sh (every user-facing command through the demo). LM_LEAKS=1 turns it on in
+# every test, LM_LEAKS=0 off in every one.
 export ASAN_OPTIONS="detect_leaks=${LM_LEAKS:-0}"
 t_cleanups=""
 # The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim).
