@@ -34,14 +34,14 @@ ln -s "$T/key644" "$T/key-link"
 check_rc "a symlink to a mode 600 key is fine" 0 "$LM" status --host "$G" -i "$T/key-link" \
 	--known-hosts "$T/kh" --accept-new --state "$T/state" --json
 
-# $LUME_METAL_PASSWORD: a lume that records its environment and stays a moment, so the tool's
-# own environment can be read meanwhile.
+# $LUME_METAL_PASSWORD: a lume that records its environment and stays until the tool's own
+# environment has been read ($T/go).
 pw="env-pw-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 printf '%s' "$pw" >"$T/pw-pattern"
 cat >"$T/fake-lume" <<EOF
 #!/bin/sh
 env >"$T/lume.env"
-sleep 2
+i=0; while [ ! -e "$T/go" ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done
 echo 'Error: Virtual machine not found' >&2
 exit 1
 EOF
@@ -51,6 +51,7 @@ LUME_METAL_PASSWORD=$pw "$LM" status tahoe-x --lume "$T/fake-lume" --known-hosts
 lmpid=$!
 i=0; while [ ! -s "$T/lume.env" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 tr '\0' '\n' <"/proc/$lmpid/environ" >"$T/lm.environ" 2>/dev/null
+: >"$T/go"
 wait "$lmpid"
 check "lume ran" test -s "$T/lume.env"
 check "... and did not inherit \$LUME_METAL_PASSWORD" sh -c '! grep -q -e LUME_METAL_PASSWORD -F -f "$1" "$2"' - \
