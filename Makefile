@@ -120,7 +120,7 @@ lint:
 	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
 	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
 	    tests/outputs/*.sh \
-	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/bench-ledger scripts/lume-preprovision \
+	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/bench-ledger scripts/bench-procs scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
 	shellcheck -s sh tests/install/*.sh tests/bench/*.sh
