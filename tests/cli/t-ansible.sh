@@ -206,12 +206,13 @@ t_defer "sh '$TOP/tests/sshd.sh' stop '$MAC'"
 sh "$TOP/tests/sshd.sh" start "$MAC" 127.0.0.201 "$PORT" --path "$TOP/tests/lume-sim" --env "LUME_SIM_DIR=$LUME_MAC" || exit 1
 printf '[127.0.0.201]:%s %s\n' "$PORT" "$(cut -d' ' -f1,2 "$MAC/host_ed25519.pub")" >"$T/ansible_known_hosts"
 printf '%s@127.0.0.201:%s\n' "$ME" "$PORT" >"$T/mac-hosts.txt"
+# shellcheck disable=SC2153 # LSAN_OPTIONS is tests/lib.sh's, ASAN_OPTIONS tests/deploy/common.sh's
 cat >"$T/vars.json" <<JSON
 {"payload": "$T/b.tar.gz", "lume_metal_bin": "$LM", "fetch_dir": "$T/fetched",
  "lume_metal_controller_state": "$T/ctl", "lume_metal_model": "$VMODEL",
  "lume_metal_deploy_args": ["--port", "$PORT", "-u", "$ME", "-i", "$T/id_ed25519",
    "--known-hosts", "$T/mac_known_hosts", "--accept-new", "--timeout", "60"],
- "lume_metal_environment": {"LSAN_OPTIONS": "$LSAN_OPTIONS"}}
+ "lume_metal_environment": {"ASAN_OPTIONS": "$ASAN_OPTIONS", "LSAN_OPTIONS": "$LSAN_OPTIONS"}}
 JSON
 start=$(date +%s)
 check_rc "ansible-playbook deploy.yml against one Mac host with two VMs" 0 env LUME_METAL_HOSTS="$T/mac-hosts.txt" \
