@@ -54,6 +54,26 @@ jlines() {
 	printf ']'
 }
 # The helpers below answer in a variable, not on stdout: a $(...) is a process.
+# jv S: sets j_v to jstr S; jvo S: to jopt S; jlv TEXT: to jlines of TEXT.
+jv() {
+	case $1 in
+	*[\\\"]* | *[![:print:]]*) j_v=$(jstr "$1") ;;
+	*) j_v="\"$1\"" ;;
+	esac
+}
+jvo() { if [ -n "$1" ]; then jv "$1"; else j_v=null; fi; }
+jlv() {
+	jl_out="[" jl_first=1
+	while IFS= read -r jl_l || [ -n "$jl_l" ]; do
+		[ -n "$jl_l" ] || continue
+		jv "$jl_l"
+		[ "$jl_first" -eq 1 ] || jl_out="$jl_out,"
+		jl_first=0 jl_out="$jl_out$j_v"
+	done <<JLV
+$1
+JLV
+	j_v="$jl_out]"
+}
 # jfile FILE: sets j_out to the JSON object in FILE on one line (its lines trimmed of blanks and
 # CRs, joined by a space), or null.
 jfile() {

@@ -45,7 +45,13 @@ for d in "$ROOT/releases"/*; do
 	s=${d##*/}
 	if drift=$(release_drift "$d"); then intact=true; else intact=false; fi
 	[ "$s" != "$cur_sha" ] || cur_drift=$drift
-	releases="$releases${releases:+,}{\"sha256\":$(jstr "$s"),\"current\":$([ "$s" = "$cur_sha" ] && echo true || echo false),\"previous\":$([ "$s" = "$prev_sha" ] && echo true || echo false),\"intact\":$intact,\"drift\":$(printf '%s\n' "$drift" | jlines)}"
+	is_cur=false is_prev=false
+	[ "$s" != "$cur_sha" ] || is_cur=true
+	[ "$s" != "$prev_sha" ] || is_prev=true
+	jlv "$drift"
+	r_drift=$j_v
+	jv "$s"
+	releases="$releases${releases:+,}{\"sha256\":$j_v,\"current\":$is_cur,\"previous\":$is_prev,\"intact\":$intact,\"drift\":$r_drift}"
 done
 if [ -n "$cur_sha" ] && [ ! -d "$ROOT/releases/$cur_sha" ]; then
 	cur_drift="(release directory missing)"
@@ -58,33 +64,50 @@ fi
 if [ -n "$label" ]; then
 	target="gui/$uid/$label"
 	if out=$(launchctl print "$target" 2>/dev/null); then
-		st=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*state = //p' | head -n 1)
-		pid=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*pid = \([0-9][0-9]*\)$/\1/p' | head -n 1)
+		# The first "state = " line and the first "pid = N" line, read by the shell.
+		st="" pid="" st_seen=""
+		while IFS= read -r sl; do
+			sl=${sl#"${sl%%[![:space:]]*}"}
+			case $sl in
+			"state = "*) [ -n "$st_seen" ] || { st=${sl#state = } st_seen=1; } ;;
+			"pid = "*)
+				p=${sl#pid = }
+				case $p in '' | *[!0-9]*) ;; *) [ -n "$pid" ] || pid=$p ;; esac
+				;;
+			esac
+		done <<OUT
+$out
+OUT
 		# What the shim left in that process (install.sh's confirmation reads the same file).
 		ss_json=null ss_active=""
 		if [ -n "$pid" ]; then
 			shim_dir "$label"
 			shim_state "$sdir" "$pid"
 		fi
-		service="{\"target\":$(jstr "$target"),\"loaded\":true,\"state\":$(jopt "$st"),\"pid\":${pid:-null},\"shimActive\":${ss_active:-null},\"shim\":$ss_json}"
+		jvo "$st"
+		j_st=$j_v
+		jv "$target"
+		service="{\"target\":$j_v,\"loaded\":true,\"state\":$j_st,\"pid\":${pid:-null},\"shimActive\":${ss_active:-null},\"shim\":$ss_json}"
 	else
-		service="{\"target\":$(jstr "$target"),\"loaded\":false,\"state\":null,\"pid\":null,\"shimActive\":null,\"shim\":null}"
+		jv "$target"
+		service="{\"target\":$j_v,\"loaded\":false,\"state\":null,\"pid\":null,\"shimActive\":null,\"shim\":null}"
 	fi
 	plist="$AGENTS/$label.plist"
+	jv "$plist"
 	if [ -f "$plist" ]; then
 		if render_plist "$ROOT/releases/$cur_sha" 2>/dev/null | cmp -s - "$plist"; then
 			matches=true
 		else
 			matches=false
-			cur_drift=$(printf '%s\n%s' "$cur_drift" "$plist")
+			cur_drift="$cur_drift$nl$plist"
 		fi
-		agent="{\"path\":$(jstr "$plist"),\"present\":true,\"matches\":$matches}"
+		agent="{\"path\":$j_v,\"present\":true,\"matches\":$matches}"
 	else
-		agent="{\"path\":$(jstr "$plist"),\"present\":false,\"matches\":false}"
-		cur_drift=$(printf '%s\n%s' "$cur_drift" "$plist")
+		agent="{\"path\":$j_v,\"present\":false,\"matches\":false}"
+		cur_drift="$cur_drift$nl$plist"
 	fi
 fi
-if [ -n "$(printf '%s' "$cur_drift" | tr -d '\n')" ]; then detected=true; else detected=false; fi
+case $cur_drift in *[!"$nl"]*) detected=true ;; *) detected=false ;; esac
 
 image=null
 if [ -f "$ROOT/image.json" ]; then
@@ -95,8 +118,18 @@ osv=$(sw_vers -productVersion 2>/dev/null) || osv=""
 osb=$(sw_vers -buildVersion 2>/dev/null) || osb=""
 model=$(sysctl -n hw.model 2>/dev/null) || model=""
 
+# Each field as JSON, in a variable (no process for plain text).
+jv "$ROOT"; j_root=$j_v
+jvo "$cur_sha"; j_cur=$j_v
+jvo "$prev_sha"; j_prev=$j_v
+jvo "$label"; j_label=$j_v
+jlv "$cur_drift"; j_drift=$j_v
+jvo "$osv"; j_osv=$j_v
+jvo "$osb"; j_osb=$j_v
+jvo "$model"; j_model=$j_v
+jv "$LOGS"; j_logs=$j_v
 printf '{"root":%s,"current":%s,"previous":%s,"releases":[%s],"label":%s,"service":%s,"launchAgent":%s,"drift":%s,"driftDetected":%s,"os":{"productVersion":%s,"build":%s},"model":%s,"logs":%s,"image":%s}\n' \
-	"$(jstr "$ROOT")" "$(jopt "$cur_sha")" "$(jopt "$prev_sha")" "$releases" "$(jopt "$label")" \
-	"$service" "$agent" "$(printf '%s\n' "$cur_drift" | jlines)" "$detected" \
-	"$(jopt "$osv")" "$(jopt "$osb")" "$(jopt "$model")" "$(jstr "$LOGS")" "$image"
+	"$j_root" "$j_cur" "$j_prev" "$releases" "$j_label" \
+	"$service" "$agent" "$j_drift" "$detected" \
+	"$j_osv" "$j_osb" "$j_model" "$j_logs" "$image"
 exit 0
