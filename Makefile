@@ -39,7 +39,8 @@ PKG_CFLAGS = $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-SAN_STATIC := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-static-libsan,-static-libasan -static-libubsan)
+# (Linux only: Apple's clang has no static ASan runtime.)
+SAN_STATIC := $(if $(filter Linux,$(shell uname -s)),$(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-static-libsan,-static-libasan -static-libubsan))
 
 # plugin/ in floors, each using only its own and the ones below (tests/install/t-layers.sh):
 # cmd/ (main, the CLI, one cmd_<name>.c per subcommand) over ops/ (the per-VM operations and
