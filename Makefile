@@ -91,7 +91,7 @@ build/asan/obj/%.o: plugin/%.c $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -c -o $@ $<
 
 # The tool's ASan build carries the sanitizers' runtimes (-static-lib*): a start with
-# LeakSanitizer on costs 73 ms of CPU instead of 90 here (scripts/bench-procs), and the tests start
+# LeakSanitizer on costs 75 ms of CPU instead of 90 here (scripts/bench-procs), and the tests start
 # it thousands of times. (The unit tests and the shim's harness keep the shared runtimes.)
 build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
 	$(CC) $(SAN) $(SAN_STATIC) -o $@ $^ $(PKG_LIBS)

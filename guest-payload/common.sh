@@ -28,52 +28,40 @@ LC_ALL=C
 export LC_ALL
 umask 022
 say() { printf 'lume-metal: %s\n' "$*" >&2; }
-# jstr S: S as a JSON string (control characters other than tab, CR and LF are dropped).
-# Plain printable text, the common case, costs no process.
-jstr() {
-	case $1 in
-	*[\\\"]* | *[![:print:]]*) ;;
-	*) printf '"%s"' "$1"; return 0 ;;
-	esac
-	printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\010\013\014\016-\037' |
-		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e "s/$tab/\\\\t/g" -e "s/$cr/\\\\r/g" |
-		awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')"
-}
-# jopt S: S as a JSON string, or null when empty.
-jopt() { if [ -n "$1" ]; then jstr "$1"; else printf null; fi; }
-# jlines: the non-empty lines of stdin as a JSON array of strings.
-jlines() {
-	first=1
-	printf '['
-	while IFS= read -r l || [ -n "$l" ]; do
-		[ -n "$l" ] || continue
-		[ "$first" -eq 1 ] || printf ','
-		first=0
-		jstr "$l"
-	done
-	printf ']'
-}
-# The helpers below answer in a variable, not on stdout: a $(...) is a process.
-# jv S: sets j_v to jstr S; jvo S: to jopt S; jlv TEXT: to jlines of TEXT.
+# jv S: sets j_v to S as a JSON string (control characters other than tab, CR and LF are
+# dropped); plain printable text, the common case, costs no process. jstr S prints it.
 jv() {
 	case $1 in
-	*[\\\"]* | *[![:print:]]*) j_v=$(jstr "$1") ;;
-	*) j_v="\"$1\"" ;;
+	*[\\\"]* | *[![:print:]]*) ;;
+	*) j_v="\"$1\""; return 0 ;;
 	esac
+	j_v="\"$(printf '%s' "$1" | tr -d '\000-\010\013\014\016-\037' |
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e "s/$tab/\\\\t/g" -e "s/$cr/\\\\r/g" |
+		awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')\""
 }
+jstr() { jv "$1"; printf '%s' "$j_v"; }
+# jvo S: sets j_v to S as a JSON string, or null when empty; jopt S prints it.
 jvo() { if [ -n "$1" ]; then jv "$1"; else j_v=null; fi; }
-jlv() {
+jopt() { jvo "$1"; printf '%s' "$j_v"; }
+# jl: sets j_v to the non-empty lines of stdin as a JSON array of strings; jlines prints it, and
+# jlv TEXT is jl of TEXT's lines.
+jl() {
 	jl_out="[" jl_first=1
 	while IFS= read -r jl_l || [ -n "$jl_l" ]; do
 		[ -n "$jl_l" ] || continue
 		jv "$jl_l"
 		[ "$jl_first" -eq 1 ] || jl_out="$jl_out,"
 		jl_first=0 jl_out="$jl_out$j_v"
-	done <<JLV
-$1
-JLV
+	done
 	j_v="$jl_out]"
 }
+jlines() { jl; printf '%s' "$j_v"; }
+jlv() {
+	jl <<JLV
+$1
+JLV
+}
+# The helpers below answer in a variable, not on stdout: a $(...) is a process.
 # jfile FILE: sets j_out to the JSON object in FILE on one line (its lines trimmed of blanks and
 # CRs, joined by a space), or null.
 jfile() {
