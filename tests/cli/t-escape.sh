@@ -7,6 +7,7 @@
 # non-UTF-8 byte and shows the escaped form; --json still parses to the original strings.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../deploy/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 # clean FILE: FILE is UTF-8 with no control character but newline and tab, no C1 control and no
 # bidi embedding, override or isolate.

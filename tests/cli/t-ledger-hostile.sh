@@ -6,6 +6,7 @@
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/deploy/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 F=$TOP/tests/fixtures/llama-bench/tinyllama-m1-ultra
 W="TinyLlama 1.1B Q4_K_M (llama.cpp)"

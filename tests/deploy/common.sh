@@ -2,9 +2,6 @@
 # Sourced after tests/lib.sh. Every sshd started here is stopped on exit, even on failure.
 LUME_SIM_DIR=$T/lume
 export LUME_SIM_DIR
-# LeakSanitizer is on here (tests/lib.sh has it off): the deploy tests run the fleet engine, whose
-# leaks grow with the VMs, and start the tool fewer times than the CLI's tests.
-export ASAN_OPTIONS="detect_leaks=${LM_LEAKS:-1}"
 mkdir -p "$LUME_SIM_DIR"
 PORT=$((30000 + $$ % 20000))
 ME=$(id -un)

@@ -2,6 +2,7 @@
 # shellcheck disable=SC1091,SC2016 # sourced libs; single-quoted $ is for the inner sh
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 "$LM" build --target linux-sim -o "$T/a.tar.gz" >/dev/null && "$LM" build --target linux-sim --profile "$T/apple8.json" -o "$T/b.tar.gz" >/dev/null
 A=$(cut -c1-64 "$T/a.tar.gz.sha256") B=$(cut -c1-64 "$T/b.tar.gz.sha256")

@@ -5,6 +5,7 @@
 # progress line on a TTY.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 N=16
 i=1

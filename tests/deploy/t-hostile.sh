@@ -5,6 +5,7 @@
 # only an ECDSA key, and a guest whose answer is 16 MiB.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 # A Mac host whose lume lists a good VM and one whose name carries a key line for github.com,
 # both served by one real guest behind it.

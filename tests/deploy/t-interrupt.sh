@@ -4,6 +4,7 @@
 # shellcheck disable=SC1091,SC2016,SC2034,SC2209 # sourced libs; single-quoted $ is for the inner sh; LM_EXEC=exec is read by lm (common.sh)
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 # The slow guest's sysctl: says it was entered, then waits (at most 20 s) for $T/open.
 mkdir -p "$T/slow"

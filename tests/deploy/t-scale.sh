@@ -6,6 +6,7 @@
 # process lacks is never a VM's fault.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
+t_san # the ASan build, LeakSanitizer on (tests/lib.sh)
 
 N=160
 # One process listening on N ports of 127.0.0.61: it accepts every connection, holds it, and
@@ -90,6 +91,6 @@ printf '%s@127.0.0.61:%s\n%s@127.0.0.62:%s\n' "$ME" "$PORT" "$ME" "$PORT" >"$T/m
 	ulimit -n 5
 	ASAN_OPTIONS=detect_leaks=0 "$LM" status --hosts "$T/macs" --timeout 2 --known-hosts "$T/kh" --state "$T/state" --json
 ) >"$T/nofds.out" 2>&1
-check "with no descriptor for a host's socket, both hosts are failed" test "$(grep -c '"state":"failed",.*out of file descriptors' "$T/nofds.out")" -eq 2
+check "with no descriptor for a host's socket, both hosts are failed" sh -c '[ "$(grep -c "\"state\":\"failed\",.*out of file descriptors" "$1")" -eq 2 ] || { cat "$1"; exit 1; }' - "$T/nofds.out"
 check "... neither unreachable" sh -c '! grep -q unreachable "$1"' - "$T/nofds.out"
 t_done
