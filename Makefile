@@ -31,12 +31,13 @@ BREW_PCPATH := $(subst $(BREW_EMPTY) $(BREW_EMPTY),:,$(foreach k,$(BREW_KEGS),$(
 PKG_CONFIG  := PKG_CONFIG_PATH='$(BREW_PCPATH)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))' $(PKG_CONFIG)
 endif
 # A package pkg-config cannot find stops make here, named, instead of a compile without its
-# flags ending in hundreds of undefined references. Expanded only in recipes that compile.
+# flags ending in hundreds of undefined references. Expanded only in recipes that compile, and
+# then once a make (each sets itself on first use), not once an object.
 PKG_MISSING = $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists '$(p)' && echo y),,$(p))))
 PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): install it \
               (make deps), or point PKG_CONFIG_PATH at its .pc file))
-PKG_CFLAGS = $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS))
-PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm)$(PKG_LIBS)
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 # (Linux only: Apple's clang has no static ASan runtime.)
@@ -71,15 +72,25 @@ $(GEN_HDR): scripts/embed-scripts $(wildcard guest-scripts/*.sh)
 	@mkdir -p $(@D)
 	sh scripts/embed-scripts $@ $(wildcard guest-scripts/*.sh)
 
-plugin/lume-metal: $(LIB_SRC) $(CMD_SRC) $(HDRS)
-	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) $(INCS) -o $@ $(LIB_SRC) $(CMD_SRC) $(PKG_LIBS)
+# The tool: one object a source (build/obj/), so an edit, or a new PREFIX or commit
+# (build/build-id), compiles only the sources it touches, and make -j compiles them at once.
+# CFLAGS goes to the link too (a package's LDFLAGS ride in it: debian/rules).
+OBJ_LIB := $(patsubst plugin/%.c,build/obj/%.o,$(LIB_SRC))
+OBJ_CMD := $(patsubst plugin/%.c,build/obj/%.o,$(CMD_SRC))
+
+build/obj/%.o: plugin/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) $(INCS) -c -o $@ $<
+
+plugin/lume-metal: $(OBJ_LIB) $(OBJ_CMD)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # What the binary has compiled in besides its sources: rewritten when it changes, so a new
 # commit or PREFIX rebuilds what uses it (LM_COMMIT, LM_PKGDATADIR, LM_DATADIR).
 build/build-id: FORCE
 	@mkdir -p $(@D)
 	@[ "$$(cat $@ 2>/dev/null)" = '$(COMMIT) $(PKGDATADIR) $(CURDIR)' ] || echo '$(COMMIT) $(PKGDATADIR) $(CURDIR)' >$@
-plugin/lume-metal build/asan/obj/cmd/cli_version.o build/asan/obj/core/datadir.o: build/build-id
+build/obj/cmd/cli_version.o build/obj/core/datadir.o build/asan/obj/cmd/cli_version.o build/asan/obj/core/datadir.o: build/build-id
 
 # The same tool under ASan and UBSan, used by the shell tests, and the unit tests: each source
 # is compiled once under the sanitizers (build/asan/obj/) and linked into every binary.

@@ -33,8 +33,10 @@ esac
 
 # The install and test blocks, run.
 # tests/metal-sim: `make shim` on Linux builds the simulated device too.
-(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions tests/metal-sim) |
-	tar -C "$T/src" -xf -
+# The tree's objects come too (build/obj/, build/gen/: only what has the prefix in it compiles
+# again, tests/install/t-install.sh); the package build (t-deb.sh) compiles every source.
+(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions tests/metal-sim \
+	build/obj build/gen) | tar -C "$T/src" -xf -
 rm -f "$T/src/plugin/lume-metal"
 cp -R "$TOP/build/macos" "$T/src/build/" 2>/dev/null || not_ok "build/macos/ has the cross-built shim and probe (make shim)"
 check_rc "its install block, then its test block (-O0)" 0 env CFLAGS=-O0 FAKE_PREFIX="$T/prefix" FAKE_SRC="$T/src" \

@@ -9,10 +9,15 @@
 unset LUME_METAL_DATADIR # this test is about where the binary finds its data by itself
 P=$T/prefix S=$T/src
 mkdir -p "$S/build" "$T/elsewhere" "$T/fake"
-(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions) | tar -C "$S" -xf -
+# With the tree's objects (build/obj/, build/gen/, their times kept): a new PREFIX and folder
+# must compile again exactly the sources that have them compiled in (build/build-id), and link.
+(cd "$TOP" && tar -cf - Makefile plugin guest-payload guest-scripts manifests scripts shim man completions build/obj build/gen) |
+	tar -C "$S" -xf -
 rm -f "$S/plugin/lume-metal"
 # -O0: quicker, and it once failed to link (floor without -lm).
-check_rc "the copy builds (CFLAGS=-O0)" 0 make -C "$S" plugin/lume-metal PREFIX="$P" CFLAGS=-O0
+check_rc "the copy builds for PREFIX=$P (CFLAGS=-O0)" 0 make -C "$S" plugin/lume-metal PREFIX="$P" CFLAGS=-O0
+check "... compiling again only the sources with the prefix and folder in them" \
+	test "$(sed -n 's/.* -c -o build\/obj\/\([^ ]*\) .*/\1/p' "$T/.out" | sort | tr '\n' ' ')" = "cmd/cli_version.o core/datadir.o "
 check_rc "make install without the shim built stops" 2 make -C "$S" install PREFIX="$P" CFLAGS=-O0
 check_has "... naming it" "build/macos/liblumemetal.dylib is missing: run make shim first" "$T/.out"
 check "... having installed nothing" test ! -e "$P"
