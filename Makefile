@@ -39,7 +39,7 @@ PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING):
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm)$(PKG_LIBS)
 CFLAGS   ?= -O2 -g
-SAN      := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN      := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all
 # (Linux only: Apple's clang has no static ASan runtime.)
 SAN_STATIC := $(if $(filter Linux,$(shell uname -s)),$(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-static-libsan,-static-libasan -static-libubsan))
 
@@ -236,10 +236,18 @@ build/fuzz/obj/%.o: %.c $(FUZZ_HDRS)
 build/fuzz/fuzz-%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
 	$(FUZZ_CC) $(SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lz
 
-build/fuzz/regress: tests/fuzz/driver.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_NAMES)) $(FUZZ_LIB) $(FUZZ_HDRS)
+# The regression driver: the harnesses, the driver and the ssh stub compiled here, the library's
+# objects the ASan tree's (build/asan/obj/, less ssh.c and its parts).
+REGRESS_SRC := tests/fuzz/driver.c tests/fuzz/stub_ssh.c $(patsubst %,tests/fuzz/fuzz_%.c,$(FUZZ_NAMES))
+REGRESS_OBJ := $(patsubst %.c,build/fuzz/regress-obj/%.o,$(REGRESS_SRC)) \
+               $(filter-out build/asan/obj/net/ssh.o build/asan/obj/net/ssh_%.o,$(ASAN_LIB))
+
+build/fuzz/regress-obj/%.o: %.c $(FUZZ_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) -fsanitize=float-cast-overflow -DFUZZ_DRIVER $(PKG_CFLAGS) $(INCS) -Itests/fuzz -o $@ \
-	    $(filter %.c,$^) $(PKG_LIBS) -lz
+	$(CC) $(WARN) $(DEFS) $(SAN) -DFUZZ_DRIVER $(PKG_CFLAGS) $(INCS) -Itests/fuzz -c -o $@ $<
+
+build/fuzz/regress: $(REGRESS_OBJ)
+	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lz
 
 test-build: fuzz-regress
 lint: lint-fuzz
