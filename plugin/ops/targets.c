@@ -126,10 +126,11 @@ from_hosts(ops_targets *p, const ops_request *c, int nvms, char **vms, int *foun
 
 	if ((rc = hosts_load(&hv, &hn, c->hosts_file, c->ssh.user, err)) != LM_OK)
 		return rc;
-	if ((hc = calloc(hn, sizeof *hc)) == NULL || relay_new(&p->relay, err) != LM_OK) {
+	snprintf(msg, sizeof msg, "out of memory");
+	if ((hc = calloc(hn, sizeof *hc)) == NULL || relay_new(&p->relay, msg) != LM_OK) {
 		free(hc);
 		hosts_free(hv, hn);
-		return lm_err(err, LM_EFAIL, "cannot start the relay");
+		return lm_err(err, LM_EFAIL, "cannot start the relay: %s", msg);
 	}
 	hosts_connect(hc, hv, hn, &c->ssh, c->timeout_s, c->fleet.parallel);
 	for (size_t i = 0; i < hn; i++) {
