@@ -88,6 +88,8 @@ check "... none unreachable, none 'cannot connect: Success'" sh -c '! grep -q -e
 # own at exit). A host session that cannot get a socket is failed, saying so, not unreachable.
 printf '%s@127.0.0.61:%s\n%s@127.0.0.62:%s\n' "$ME" "$PORT" "$ME" "$PORT" >"$T/macs"
 (
+	# (the descriptors the tool inherits, printed when the check below fails)
+	find /proc/self/fd/ -mindepth 1 -exec readlink -v {} + 2>&1 | sed "s/^/# descriptor: /"
 	ulimit -n 5
 	ASAN_OPTIONS=detect_leaks=0 "$LM" status --hosts "$T/macs" --timeout 2 --known-hosts "$T/kh" --state "$T/state" --json
 ) >"$T/nofds.out" 2>&1
