@@ -130,16 +130,23 @@ build/simcpu: scripts/bench-fleet.d/simcpu.c
 
 -include shim/shim.mk
 
-lint:
+# lint: shellcheck, one target a group of files, so make -j checks them at once.
+.PHONY: lint-payload lint-scripts lint-tests lint-install lint-bash
+lint: lint-payload lint-scripts lint-tests lint-install lint-bash
+lint-payload:
 	shellcheck -s sh -x guest-payload/*.sh
-	shellcheck -s sh guest-payload/run-with-shim guest-scripts/*.sh scripts/embed-scripts tests/guest-sim/bin/* \
-	    tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
-	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
-	    tests/outputs/*.sh \
+lint-scripts:
+	shellcheck -s sh guest-payload/run-with-shim guest-scripts/*.sh scripts/embed-scripts \
 	    scripts/deps.sh scripts/demo scripts/bench-upload scripts/bench-deploy scripts/bench-ledger scripts/bench-procs scripts/lume-preprovision \
 	    scripts/mac-first-run scripts/guest-procs \
 	    scripts/bench-fleet scripts/bench-fleet.d/*.sh scripts/fleet-rollback scripts/ansible/inventory
+lint-tests:
+	shellcheck -s sh tests/guest-sim/bin/* tests/shim/*.sh tests/guest/*.sh tests/guest/standin/* tests/deploy/*.sh \
+	    tests/sshd.sh tests/guest-sim/stop-jobs.sh tests/registry.sh tests/pidfile.sh tests/lume-sim/* tests/cli/*.sh tests/lib.sh tests/run.sh \
+	    tests/outputs/*.sh
+lint-install:
 	shellcheck -s sh tests/install/*.sh tests/bench/*.sh
+lint-bash:
 	shellcheck -s bash completions/lume-metal.bash
 
 # What the tests need is built with one job per core; then the tests run.
@@ -148,7 +155,8 @@ test: deps-test
 	$(MAKE) -j$(JOBS) test-build
 	sh tests/run.sh
 
-test-build: all build/asan/lume-metal build/netdelay build/simcpu $(UNIT_BIN) shim-test-build lint
+# (lint first: its shellcheck runs beside the compiles rather than after them.)
+test-build: lint all build/asan/lume-metal build/netdelay build/simcpu $(UNIT_BIN) shim-test-build
 
 # The demo deploys the linux-sim payload: the tool, and the Linux shim, probe and simulated
 # device (GCC's libobjc); not the Mach-O cross-build (zig).
