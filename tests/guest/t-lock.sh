@@ -1,17 +1,18 @@
 #!/bin/sh
 # shellcheck disable=SC1090,SC1091,SC2016,SC2154,SC2317 # common.sh and lib.sh are sourced by path (common.sh sets l_stale); single-quoted $ is for the inner sh; mv is called by lock
 # The guest lock (common.sh's lock, which install.sh and rollback.sh take): installers that find
-# the same stale lock at once (its pid dead) must not both take it over. Each of 200 rounds
+# the same stale lock at once (its pid dead) must not both take it over. Each of 50 rounds
 # leaves a stale lock and releases 3 contenders (shells that loaded common.sh) into lock() at
 # the same moment, each by a line on its own FIFO, and counts them: exactly one gets the lock.
 # They live through every round, so a winner is still alive while the others try (a dead one's
 # lock would be stale again). The old lock() removed the stale lock and made its own: a second
 # contender that had read the same dead pid removed the first one's lock and made another, and
-# both went on.
+# both went on: in 59 of 200 rounds when this test came (eb536a9), and in 8 of 50 on this
+# test's last check of it, where all 50 passing had a chance of 0.84^50, about 2e-4.
 . "$(dirname "$0")/../lib.sh"
 
 C=$TOP/guest-payload/common.sh
-ROUNDS=200 K=3
+ROUNDS=50 K=3
 sh -c 'exit 0' &
 wait $!
 DEAD=$!
