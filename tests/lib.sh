@@ -8,7 +8,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/lm-test.XXXXXX")
 # start it about a thousand times (docs/performance.md). The sanitizers run where memory errors
 # hide: every user-facing command through the demo (tests/cli/t-demo-san.sh), the unit tests,
 # the fuzz regressions, and the tests of faults, kills and hostile input, which call t_san.
-# LM=$PWD/build/asan/lume-metal runs every test with the ASan build.
+# A given LM runs in every test (LM=$PWD/build/asan/lume-metal: the ASan build everywhere).
+LM_GIVEN=${LM:-}
 LM=${LM:-$TOP/plugin/lume-metal}
 LM_SAN=$TOP/build/asan/lume-metal
 # The tests use the tree's data, even where a copy is installed (installed data comes first).
@@ -18,8 +19,8 @@ export XDG_CONFIG_HOME="$T/xdg-config"
 export LSAN_OPTIONS="suppressions=$TOP/tests/lsan.supp:print_suppressions=0"
 # LeakSanitizer (LM_LEAKS=0 turns it off) and ASan's other checks, for an ASan build in $LM.
 export ASAN_OPTIONS="detect_leaks=${LM_LEAKS:-1}"
-# t_san: this test runs the ASan build.
-t_san() { LM=$LM_SAN; }
+# t_san: this test runs the ASan build, unless LM was given.
+t_san() { [ -n "$LM_GIVEN" ] || LM=$LM_SAN; }
 t_cleanups=""
 # The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim).
 t_cleanup() { eval "$t_cleanups"; sh "$TOP/tests/guest-sim/stop-jobs.sh" "$T"; rm -rf "$T"; }
