@@ -126,11 +126,11 @@ from_hosts(ops_targets *p, const ops_request *c, int nvms, char **vms, int *foun
 
 	if ((rc = hosts_load(&hv, &hn, c->hosts_file, c->ssh.user, err)) != LM_OK)
 		return rc;
-	snprintf(msg, sizeof msg, "out of memory");
 	if ((hc = calloc(hn, sizeof *hc)) == NULL || relay_new(&p->relay, msg) != LM_OK) {
+		rc = lm_err(err, LM_EFAIL, "cannot start the relay: %s", hc ? msg : "out of memory");
 		free(hc);
 		hosts_free(hv, hn);
-		return lm_err(err, LM_EFAIL, "cannot start the relay: %s", msg);
+		return rc;
 	}
 	hosts_connect(hc, hv, hn, &c->ssh, c->timeout_s, c->fleet.parallel);
 	for (size_t i = 0; i < hn; i++) {
