@@ -107,10 +107,12 @@ jflat() {
 	awk -f "$G/json.awk" "$1" >"$1.flat.tmp" 2>"$1.flat.err" || { rm -f "$1.flat.tmp"; return 1; }
 	mv "$1.flat.tmp" "$1.flat"
 }
-# jget FILE PATH: the value at PATH (json.awk syntax: .a.b[0]) of the JSON in FILE.
+# jget FILE PATH: the value at PATH (json.awk syntax: .a.b[0]) of the JSON in FILE (the lines
+# are read by the shell: no process a line).
+j_tab=$(printf '\t')
 jget() {
 	jflat "$1" || return 1
-	while IFS="$(printf '\t')" read -r j_k j_v; do
+	while IFS=$j_tab read -r j_k j_v; do
 		if [ "$j_k" = "$2" ]; then printf '%s\n' "$j_v"; return 0; fi
 	done <"$1.flat"
 	return 1
