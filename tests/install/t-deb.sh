@@ -47,6 +47,12 @@ check_grep "... depends on the libraries it links" 'libssh2-1.*' "$T/depends"
 
 t_defer 'dpkg -r lume-metal >/dev/null 2>&1'
 check_rc "dpkg -i" 0 dpkg -i "$deb"
+# debian/rules passes dpkg-buildflags' flags (hardening=+all) to the Makefile: -z now from LDFLAGS,
+# -fstack-protector-strong from CFLAGS.
+readelf -d -W /usr/bin/lume-metal >"$T/dynamic" 2>&1
+check_grep "... built with the package's LDFLAGS (hardening: BIND_NOW)" 'FLAGS.*BIND_NOW' "$T/dynamic"
+readelf -s -W /usr/bin/lume-metal >"$T/symbols" 2>&1
+check_grep "... and its CFLAGS (hardening: the stack protector)" ' __stack_chk_fail' "$T/symbols"
 mkdir -p "$T/elsewhere"
 cd "$T/elsewhere" || exit 1
 check_rc "the installed lume-metal --version from another folder" 0 env -u LUME_METAL_DATADIR /usr/bin/lume-metal --version
