@@ -13,13 +13,8 @@ for c in $cmds; do
 	check_grep "help $c has examples" '^Examples:$' "$T/$c"
 	check "help $c wraps at 80 columns" awk 'length > 80 { print; bad = 1 } END { exit bad }' "$T/$c"
 	table_flags "$c" >"$T/$c.table"
-	unnamed="" unrowed=""
-	while read -r f; do
-		grep -Eq -- "$f([^a-z0-9-]|\$)" "$T/$c" || unnamed="$unnamed $f"
-	done <"$T/$c.table"
-	for f in $(help_flags "$c" | grep -- '^--'); do
-		grep -qx -- "$f" "$T/$c.table" || unrowed="$unrowed $f"
-	done
+	unnamed=$(unmatched "$T/$c" '' '([^a-z0-9-]|$)' <"$T/$c.table")
+	unrowed=$(help_flags "$c" | grep -- '^--' | unmatched "$T/$c.table" '^' '$')
 	if [ -s "$T/$c.table" ] && [ -z "$unnamed$unrowed" ]; then ok "help $c and its $(wc -l <"$T/$c.table") option rows agree"
 	else not_ok "help $c and its option table: rows not in the help:${unnamed:- none}; help flags with no row:${unrowed:- none}"; fi
 done

@@ -8,5 +8,19 @@ help_flags() {
 }
 table_flags() { "$LM" help --flags "$1" | awk '{print $1}' | sort -u; }
 # Every flag of CMD: its help's and its option table's (a row its help does not show is still
-# one the man page and the completions must know).
-all_flags() { { help_flags "$1"; table_flags "$1"; } | sort -u; }
+# one the man page and the completions must know). Asked once a command: kept in $T/.flags.CMD.
+all_flags() {
+	[ -f "$T/.flags.$1" ] || { help_flags "$1"; table_flags "$1"; } | sort -u >"$T/.flags.$1"
+	cat "$T/.flags.$1"
+}
+# unmatched FILE BEFORE AFTER [CUT]: the flags on stdin (one a line) that no line of FILE
+# matches as the extended regex BEFORE FLAG AFTER (the flag without its first CUT characters),
+# each after a space. One awk for all of them, where a grep a flag made hundreds of processes.
+unmatched() {
+	awk -v b="$2" -v a="$3" -v cut="${4:-0}" 'FILENAME == ARGV[1] { l[++n] = $0; next }
+	{
+		re = b substr($0, cut + 1) a
+		for (i = 1; i <= n; i++) if (l[i] ~ re) next
+		printf " %s", $0
+	}' "$1" -
+}

@@ -58,7 +58,9 @@ if command -v zsh >/dev/null 2>&1; then
 	missing=""
 	while read -r c; do
 		check_grep "zsh: command $c" "^	'$c:" "$C/_lume-metal"
-		for f in $(all_flags "$c"); do grep -q -- "$f\[" "$C/_lume-metal" || grep -q -- "{$f," "$C/_lume-metal" || grep -q -- ",$f}" "$C/_lume-metal" || missing="$missing $c:$f"; done
+		# a flag is named as FLAG[ (its description), {FLAG, or ,FLAG} (a group of aliases)
+		missing=$missing$(all_flags "$c" | awk -v c="$c" 'FILENAME == ARGV[1] { z = z $0 "\n"; next }
+			!index(z, $0 "[") && !index(z, "{" $0 ",") && !index(z, "," $0 "}") { printf " %s:%s", c, $0 }' "$C/_lume-metal" -)
 	done <"$T/cmds"
 	if [ -z "$missing" ]; then ok "zsh: every flag of every command"; else not_ok "zsh: missing$missing"; fi
 else
