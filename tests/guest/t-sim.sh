@@ -175,6 +175,15 @@ check "a job that ignores SIGTERM runs" kill -0 "${k_pid:-0}"
 check "... bootout exits 0" launchctl bootout "gui/$uid/com.example.sim"
 check "... the process is gone (SIGKILL at ExitTimeOut)" sh -c "! kill -0 ${k_pid:-0} 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' /proc/${k_pid:-0}/stat"
 check_rc "... and the job is unloaded" 113 launchctl print "gui/$uid/com.example.sim"
+# Signals the caller ignores are not the job's: launchd starts a job with every signal at its
+# default (install.sh ignores INT, TERM and HUP while it activates; a job started with & ignores
+# INT and QUIT), and its supervisor can still be stopped.
+(trap '' INT TERM HUP QUIT && launchctl bootstrap "gui/$uid" "$T/run.plist")
+k_pid=$(svc pid com.example.sim)
+is_eq "a job bootstrapped by a caller that ignores INT, TERM, HUP and QUIT ignores no signal" \
+	"$(sed -n 's/^SigIgn:[[:space:]]*//p' "/proc/${k_pid:-0}/status" 2>/dev/null)" 0000000000000000
+check "... and bootout stops it at once" launchctl bootout "gui/$uid/com.example.sim"
+check "... the process is gone" sh -c "! kill -0 ${k_pid:-0} 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' /proc/${k_pid:-0}/stat"
 sed 's|<string>/bin/sleep</string>|<string>/no/such/program</string>|' "$T/run.plist" >"$T/missing.plist"
 chmod 644 "$T/missing.plist"
 launchctl bootstrap "gui/$uid" "$T/missing.plist"
