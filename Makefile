@@ -36,8 +36,16 @@ endif
 PKG_MISSING = $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists '$(p)' && echo y),,$(p))))
 PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): install it \
               (make deps), or point PKG_CONFIG_PATH at its .pc file))
-PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)))$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -pthread -lm)$(PKG_LIBS)
+# libcurl is not linked: net/curl_lazy.c loads it (dlopen) the first time a registry is spoken to,
+# from CURL_LIB, the file pkg-config's libcurl names (its libdir, the name of its ABI 4), compiled
+# in as LM_CURL_LIB. dlopen is libc's on glibc 2.34 and later (-ldl only where it is needed).
+, := ,
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)) \
+             -DLM_CURL_LIB='"$(CURL_LIB)"')$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(PKGS))) -pthread -lm $(LIBDL))$(PKG_LIBS)
+CURL_SO    := $(if $(filter Darwin,$(shell uname -s)),libcurl.4.dylib,libcurl.so.4)
+CURL_LIB   = $(eval CURL_LIB := $(shell $(PKG_CONFIG) --variable=libdir libcurl)/$(CURL_SO))$(CURL_LIB)
+LIBDL      := $(if $(filter Linux,$(shell uname -s)),-Wl$(,)--as-needed -ldl)
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all
 # (Linux only: Apple's clang has no static ASan runtime.)

@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "core/util.h"
+#include "net/curl_lazy.h"
 #include "net/registry_int.h"
 
 static const char accept_types[] =
@@ -26,12 +27,21 @@ static const char accept_types[] =
     "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json";
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+static int curl_init_rc = LM_EFAIL;
+static char curl_init_err[LM_ERRLEN];
 
+/* libcurl loaded (net/curl_lazy.h) and initialized, once; curl_init_err says why not. */
 static void
 curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	CURLcode rc;
+
+	if (curl_lazy_load(curl_init_err) != LM_OK)
+		return;
+	if ((rc = curl_global_init(CURL_GLOBAL_DEFAULT)) != CURLE_OK)
+		lm_err(curl_init_err, LM_EFAIL, "libcurl: %s", curl_easy_strerror(rc));
+	else
+		curl_init_rc = LM_OK;
 }
 
 /* What a 401 without credentials says: where credentials for a registry come from. */
@@ -532,8 +542,8 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return lm_err(err, LM_EFAIL, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+	if (curl_init_rc != LM_OK)
+		return lm_err(err, LM_EFAIL, "%s", curl_init_err);
 	if (lm_fmt(url, sizeof url, "%s://%s/v2/%s/manifests/%s", loopback ? "http" : "https", registry, repo, tag) != 0)
 		return lm_err(err, LM_EINPUT, "registry %s: URL too long", registry);
 	if ((rc = request(&c, url, NULL, NULL, NULL, &h, &status)) != LM_OK)
@@ -591,8 +601,8 @@ registry_client_new(registry_client **out, const char *registry, const char *rep
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
 	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return lm_err(err, LM_EFAIL, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+	if (curl_init_rc != LM_OK)
+		return lm_err(err, LM_EFAIL, "%s", curl_init_err);
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	snprintf(c->registry, sizeof c->registry, "%s", registry);

@@ -196,6 +196,17 @@ check_rc "status --verdicts registry trusting A's key" 0 env XDG_CONFIG_HOME="$T
 	--port "$PORT" -u "$ME" -i "$T/id_ed25519" --known-hosts "$T/known_hosts" --state "$T/state-S2" --json
 check_grep "... the registry's verdict: pass" '"verdict":"pass"' "$T/.out"
 
+# libcurl is loaded the first time a registry is spoken to (net/curl_lazy.h): one that cannot be
+# loaded fails that command, naming it, and leaves the others as they were.
+check_rc "ledger pull where libcurl cannot be loaded (LUME_METAL_LIBCURL): exit 1" 1 env LUME_METAL_LIBCURL="$T/none/libcurl.so.4" \
+	XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-P"
+check_has "... naming the library" "lume-metal: cannot load libcurl: $T/none/libcurl.so.4: cannot open shared object file" "$T/.out"
+check "... recording nothing" test ! -e "$T/state-P/ledger.db"
+check_rc "... a library without libcurl's functions: exit 1" 1 env LUME_METAL_LIBCURL=libz.so.1 \
+	XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-P"
+check_has "... naming the function it lacks" "lume-metal: cannot load libcurl (libz.so.1): it has no curl_global_init" "$T/.out"
+check_rc "... and a command that speaks to no registry runs as ever" 0 env LUME_METAL_LIBCURL="$T/none/libcurl.so.4" \
+	"$LM" ledger show --state "$T/state-A"
 # ledger pull: explicitly, into a third state; twice adds nothing.
 check_rc "ledger pull of shim:1 exits 0" 0 env XDG_CONFIG_HOME="$T/cfg-B" "$LM" ledger pull "$R/org/shim:1" --state "$T/state-P"
 check_grep "... the artifact trusted, its signer named" "trusted +signer $KA" "$T/.out"
