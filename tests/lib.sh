@@ -4,7 +4,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/lm-test.XXXXXX")
 # The tool the tests run is the one `make` builds for users (-O2). Starting it costs this
-# machine 22 ms of CPU, the ASan build's 42 ms (75 ms with LeakSanitizer on), and the tests
+# machine 13 ms of CPU, the ASan build's 60 ms with LeakSanitizer on, and the tests
 # start it about a thousand times (docs/performance.md). The sanitizers run where memory errors
 # hide: every user-facing command through the demo (tests/cli/t-demo-san.sh), the unit tests,
 # the fuzz regressions, and the tests of faults, kills and hostile input, which call t_san.
