@@ -36,15 +36,20 @@ endif
 PKG_MISSING = $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists '$(p)' && echo y),,$(p))))
 PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): install it \
               (make deps), or point PKG_CONFIG_PATH at its .pc file))
-# libcurl is not linked: net/curl_lazy.c loads it (dlopen) the first time a registry is spoken to,
-# from CURL_LIB, the file pkg-config's libcurl names (its libdir, the name of its ABI 4), compiled
-# in as LM_CURL_LIB. dlopen is libc's on glibc 2.34 and later (-ldl only where it is needed).
+# libcurl and libarchive are not linked: net/curl_lazy.c loads libcurl (dlopen) the first time a
+# registry is spoken to, core/archive_lazy.c libarchive the first time a payload is written or
+# read, from the file pkg-config names (its libdir, the name of the library's ABI), compiled in as
+# LM_CURL_LIB and LM_ARCHIVE_LIB. dlopen is libc's on glibc 2.34 and later (-ldl where needed).
 , := ,
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)) \
-             -DLM_CURL_LIB='"$(CURL_LIB)"')$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(PKGS))) -pthread -lm $(LIBDL))$(PKG_LIBS)
-CURL_SO    := $(if $(filter Darwin,$(shell uname -s)),libcurl.4.dylib,libcurl.so.4)
-CURL_LIB   = $(eval CURL_LIB := $(shell $(PKG_CONFIG) --variable=libdir libcurl)/$(CURL_SO))$(CURL_LIB)
+             -DLM_CURL_LIB='"$(CURL_LIB)"' -DLM_ARCHIVE_LIB='"$(ARCHIVE_LIB)"')$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out $(LAZY_PKGS),$(PKGS))) -pthread -lm $(LIBDL))$(PKG_LIBS)
+LAZY_PKGS  := libcurl libarchive
+DARWIN     := $(filter Darwin,$(shell uname -s))
+CURL_LIB   = $(eval CURL_LIB := $(shell $(PKG_CONFIG) --variable=libdir libcurl)/$(if $(DARWIN),libcurl.4.dylib,libcurl.so.4))$(CURL_LIB)
+ARCHIVE_LIB = $(eval ARCHIVE_LIB := $(shell $(PKG_CONFIG) --variable=libdir libarchive)/$(if $(DARWIN),libarchive.13.dylib,libarchive.so.13))$(ARCHIVE_LIB)
+# test_payload makes archives of its own with libarchive: it links it.
+ARCHIVE_LIBS = $(eval ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive))$(ARCHIVE_LIBS)
 LIBDL      := $(if $(filter Linux,$(shell uname -s)),-Wl$(,)--as-needed -ldl)
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -117,7 +122,8 @@ build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
 
 build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -o $@ $< $(ASAN_LIB) $(PKG_LIBS)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -o $@ $< $(ASAN_LIB) $(PKG_LIBS) $(UNIT_LIBS)
+build/tests/test_payload: UNIT_LIBS = $(ARCHIVE_LIBS)
 
 # test_cli compiles cli.c in (it is not in the library).
 build/tests/test_cli: plugin/cmd/cli.c plugin/cmd/cli_term.c plugin/cmd/cli_format.c

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/agent.h"
+#include "core/archive_lazy.h"
 #include "core/manifest.h"
 #include "core/util.h"
 
@@ -199,10 +200,13 @@ write_entry(struct archive *a, const char *path, unsigned mode, int dir, const v
 static int
 write_archive(int fd, const pfiles *fs, const char *out, char *err)
 {
-	struct archive *a = archive_write_new();
+	struct archive *a;
 	char lastdir[256] = "";
 	int rc = ARCHIVE_OK;
 
+	if (archive_lazy_load(err) != LM_OK)
+		return LM_EFAIL;
+	a = archive_write_new();
 	if (archive_write_set_format_ustar(a) != ARCHIVE_OK || archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
 	    archive_write_set_filter_option(a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
 	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
@@ -606,10 +610,13 @@ read_entry(struct archive *a, struct archive_entry *e, ventries *es, const char 
 static int
 read_archive(ventries *es, const char *file, char *err)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 	struct archive_entry *e;
 	int r, rc = LM_OK;
 
+	if (archive_lazy_load(err) != LM_OK)
+		return LM_EFAIL;
+	a = archive_read_new();
 	archive_read_support_filter_gzip(a);
 	archive_read_support_format_tar(a);
 	if (archive_read_open_filename(a, file, 65536) != ARCHIVE_OK) {

@@ -3,12 +3,10 @@
 #define CURL_DISABLE_TYPECHECK /* the two functions below are defined under curl.h's names */
 #include "net/curl_lazy.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "core/util.h"
+#include "core/dynlib.h"
 
 #ifndef LM_CURL_LIB
 #error "LM_CURL_LIB (the path of the libcurl to load) is set by the Makefile"
@@ -16,44 +14,17 @@
 
 struct curl_lazy curl_lazy;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char load_err[LM_ERRLEN];
-static int load_rc = LM_EFAIL;
-
-static void
-load(void)
-{
-	const char *path = getenv("LUME_METAL_LIBCURL");
-	struct curl_lazy got;
-	void *h;
-
-	if (path == NULL || *path == '\0')
-		path = LM_CURL_LIB;
-	if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		const char *why = dlerror();
-
-		lm_err(load_err, LM_EFAIL, "cannot load libcurl: %s", why ? why : path); /* (it names the path) */
-		return;
-	}
-	/* Each symbol, or the first one missing (a libcurl older than the URL API, 7.62). dlsym
-	 * returns an object pointer; POSIX has it converted to the function's pointer. */
-#define CURL_LAZY_SYM(f)                                                                            \
-	if ((*(void **)&got.f = dlsym(h, #f)) == NULL) {                                                \
-		lm_err(load_err, LM_EFAIL, "cannot load libcurl (%s): it has no %s", path, #f);            \
-		dlclose(h);                                                                                 \
-		return;                                                                                     \
-	}
-	CURL_LAZY_FNS(CURL_LAZY_SYM)
-#undef CURL_LAZY_SYM
-	curl_lazy = got;
-	load_rc = LM_OK;
-}
-
 int
 curl_lazy_load(char *err)
 {
-	pthread_once(&once, load);
-	return load_rc == LM_OK ? LM_OK : lm_err(err, LM_EFAIL, "%s", load_err);
+	static dynlib_once once = DYNLIB_ONCE_INIT;
+#define CURL_LAZY_NAME(f) #f,
+	static const char *const names[] = {CURL_LAZY_FNS(CURL_LAZY_NAME)};
+#undef CURL_LAZY_NAME
+	_Static_assert(sizeof curl_lazy == sizeof names / sizeof *names * sizeof(dynlib_fn), "one pointer a name");
+
+	return dynlib_get(&once, "libcurl", getenv("LUME_METAL_LIBCURL"), LM_CURL_LIB, names, &curl_lazy,
+	    sizeof names / sizeof *names, err);
 }
 
 /* libcurl reads curl_easy_setopt's one argument by the option's type range (its lib/setopt.c):

@@ -29,7 +29,7 @@ struct curl_lazy {
 extern struct curl_lazy curl_lazy;
 
 /* Loads libcurl once (later calls return the first result): LM_OK, or LM_EFAIL with err (may be
- * NULL) naming the library and why ("cannot load libcurl (PATH): ..."). Thread-safe. */
+ * NULL) naming the library and why (core/dynlib.h). Thread-safe. */
 int curl_lazy_load(char *err);
 
 #ifndef CURL_LAZY_IMPL

@@ -82,4 +82,16 @@ refused 'MANIFEST.json given twice' 'entry "MANIFEST.json" appears twice' dup MA
 check_rc "verify without its checksum file: exit 2" 2 "$LM" verify "$T/nosum.tar.gz"
 check_has "... naming FILE.sha256" "$T/nosum.tar.gz: cannot read its checksum file: $T/nosum.tar.gz.sha256: No such file" "$T/.out"
 check "... the payload named once" test "$(grep -o 'cannot read its checksum file' "$T/.out" | wc -l)" -eq 1
+
+# libarchive is loaded the first time a payload is written or read (core/archive_lazy.h): one that
+# cannot be loaded fails verify and build, naming it, and leaves a command without payloads as it was.
+check_rc "verify where libarchive cannot be loaded (LUME_METAL_LIBARCHIVE): exit 1" 1 \
+	env LUME_METAL_LIBARCHIVE="$T/none/libarchive.so.13" "$LM" verify "$T/good.tar.gz"
+check_has "... naming the library" "lume-metal: cannot load libarchive: $T/none/libarchive.so.13: cannot open shared object file" "$T/.out"
+check_rc "... build too: exit 1" 1 env LUME_METAL_LIBARCHIVE="$T/none/libarchive.so.13" "$LM" build -o "$T/none.tar.gz"
+check "... writing no payload" test ! -e "$T/none.tar.gz" -a ! -e "$T/none.tar.gz.sha256"
+check_rc "... a library without libarchive's functions: exit 1" 1 env LUME_METAL_LIBARCHIVE=libz.so.1 "$LM" verify "$T/good.tar.gz"
+check_has "... naming the function it lacks" "lume-metal: cannot load libarchive (libz.so.1): it has no archive_entry_filetype" "$T/.out"
+check_rc "... and a command without payloads runs as ever" 0 env LUME_METAL_LIBARCHIVE="$T/none/libarchive.so.13" \
+	"$LM" ledger show --state "$T/state"
 t_done

@@ -44,8 +44,9 @@ for f in ./usr/bin/lume-metal ./usr/bin/lume-preprovision ./usr/bin/fleet-rollba
 done
 dpkg-deb -f "$deb" Depends >"$T/depends"
 check_grep "... depends on the libraries it links" 'libssh2-1.*' "$T/depends"
-# dpkg-shlibdeps sees only linked libraries; libcurl is loaded when first needed (net/curl_lazy.h)
-check_grep "... and on libcurl, which it loads" 'libcurl4 \(>= 7\.62\) \| libcurl4t64' "$T/depends"
+# dpkg-shlibdeps sees only linked libraries; libcurl and libarchive are loaded when first needed
+# (core/dynlib.h)
+check_grep "... and on libcurl and libarchive, which it loads" 'libcurl4 \(>= 7\.62\) \| libcurl4t64, libarchive13 \| libarchive13t64' "$T/depends"
 
 t_defer 'dpkg -r lume-metal >/dev/null 2>&1'
 check_rc "dpkg -i" 0 dpkg -i "$deb"
