@@ -10,7 +10,11 @@ check "... before any compiler runs" sh -c '! grep -q -- "-o plugin/lume-metal" 
 check_rc "the same for the ASan build" 2 make -C "$TOP" -n -B build/asan/lume-metal PKGS=libnonexistent
 check_grep "... naming it" 'pkg-config cannot find libnonexistent' "$T/.out"
 check_rc "every package found: the compile command" 0 make -C "$TOP" -n -B plugin/lume-metal
-check_grep "... links them" '-lssh2 .*-lcjson .*-larchive .*-lcrypto' "$T/.out"
+cp "$T/.out" "$T/make.out"
+check_grep "... links them" '-lssh2 .*-lcjson .*-lcrypto' "$T/make.out"
+# libcurl and libarchive are loaded when first needed (core/dynlib.h), from pkg-config's libdir.
+check "... but not libcurl or libarchive" sh -c '! grep -E -- "-o plugin/lume-metal .*-l(curl|archive)" "$1"' - "$T/make.out"
+check_has "... whose files are compiled in" "-DLM_CURL_LIB='\"$(pkg-config --variable=libdir libcurl)/libcurl.so.4\"' -DLM_ARCHIVE_LIB='\"$(pkg-config --variable=libdir libarchive)/libarchive.so.13\"'" "$T/make.out"
 
 # macOS, simulated: `uname -s` says Darwin and `brew --prefix` names a prefix whose opt/ holds
 # the keg-only .pc files (and only there). Make must compile with their flags.
@@ -22,12 +26,14 @@ chmod +x "$T/bin/uname" "$T/bin/brew"
 for kp in libarchive:libarchive openssl@3:libcrypto curl:libcurl; do
 	k=${kp%%:*} p=${kp#*:} d=$T/brew/opt/${kp%%:*}
 	mkdir -p "$d/lib/pkgconfig"
-	printf 'Name: %s\nDescription: keg-only %s\nVersion: 9.9\nCflags: -I%s/include\nLibs: -L%s/lib -l%s\n' \
-		"$p" "$k" "$d" "$d" "${p#lib}" >"$d/lib/pkgconfig/$p.pc"
+	printf 'libdir=%s/lib\nName: %s\nDescription: keg-only %s\nVersion: 9.9\nCflags: -I%s/include\nLibs: -L%s/lib -l%s\n' \
+		"$d" "$p" "$k" "$d" "$d" "${p#lib}" >"$d/lib/pkgconfig/$p.pc"
 done
 check_rc "macOS: make finds Homebrew's keg-only packages" 0 env PATH="$T/bin:$PATH" make -C "$TOP" -n -B plugin/lume-metal
 check_has "... libarchive's flags from brew --prefix" "-I$T/brew/opt/libarchive/include" "$T/.out"
 check_has "... openssl@3's" "-I$T/brew/opt/openssl@3/include" "$T/.out"
 check_has "... curl's" "-I$T/brew/opt/curl/include" "$T/.out"
 check_has "... and their libraries" "-L$T/brew/opt/openssl@3/lib" "$T/.out"
+check_has "... curl's and libarchive's to load, as macOS names them" \
+	"-DLM_CURL_LIB='\"$T/brew/opt/curl/lib/libcurl.4.dylib\"' -DLM_ARCHIVE_LIB='\"$T/brew/opt/libarchive/lib/libarchive.13.dylib\"'" "$T/.out"
 t_done
