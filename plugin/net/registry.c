@@ -44,6 +44,14 @@ curl_init(void)
 		curl_init_rc = LM_OK;
 }
 
+/* libcurl ready for the entry points below (curl_init, once): LM_OK, or LM_EFAIL saying why. */
+static int
+curl_ready(char *err)
+{
+	pthread_once(&curl_once, curl_init);
+	return curl_init_rc == LM_OK ? LM_OK : lm_err(err, LM_EFAIL, "%s", curl_init_err);
+}
+
 /* What a 401 without credentials says: where credentials for a registry come from. */
 #define NO_CREDS "none are set for it (GITHUB_USERNAME and GITHUB_TOKEN are sent only to the registry `lume " \
 	"push` uses, registry=; for another, its entry in registry-auth=FILE, a Docker config's auths)"
@@ -541,9 +549,8 @@ registry_manifest_digest_timeout(char out[REGISTRY_DIGEST_LEN + 1], const char *
 		return lm_err(err, LM_EINPUT, "registry %s: not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most " LM_STR(REGISTRY_TAG_MAX) ")", registry);
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != LM_OK)
-		return lm_err(err, LM_EFAIL, "%s", curl_init_err);
+	if ((rc = curl_ready(err)) != LM_OK)
+		return rc;
 	if (lm_fmt(url, sizeof url, "%s://%s/v2/%s/manifests/%s", loopback ? "http" : "https", registry, repo, tag) != 0)
 		return lm_err(err, LM_EINPUT, "registry %s: URL too long", registry);
 	if ((rc = request(&c, url, NULL, NULL, NULL, &h, &status)) != LM_OK)
@@ -600,9 +607,8 @@ registry_client_new(registry_client **out, const char *registry, const char *rep
 		return rc;
 	if (timeout_ms <= 0)
 		return lm_err(err, LM_EINPUT, "registry %s: the timeout must be positive", registry);
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != LM_OK)
-		return lm_err(err, LM_EFAIL, "%s", curl_init_err);
+	if ((rc = curl_ready(err)) != LM_OK)
+		return rc;
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return lm_err(err, LM_EFAIL, "out of memory");
 	snprintf(c->registry, sizeof c->registry, "%s", registry);
