@@ -24,7 +24,8 @@ DEFS     := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DLM_VERSION='"$(VERSION
 # before GNU make 4.4 (macOS has 3.81). sqlite3 is macOS's own: Homebrew's pkg-config has its .pc.
 PKG_CONFIG ?= pkg-config
 BREW_KEGS  := libarchive openssl@3 curl
-ifeq ($(shell uname -s),Darwin)
+UNAME      := $(shell uname -s)
+ifeq ($(UNAME),Darwin)
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
 BREW_EMPTY  :=
 BREW_PCPATH := $(subst $(BREW_EMPTY) $(BREW_EMPTY),:,$(foreach k,$(BREW_KEGS),$(BREW_PREFIX)/opt/$(k)/lib/pkgconfig))
@@ -32,7 +33,9 @@ PKG_CONFIG  := PKG_CONFIG_PATH='$(BREW_PCPATH)$(if $(PKG_CONFIG_PATH),:$(PKG_CON
 endif
 # A package pkg-config cannot find stops make here, named, instead of a compile without its
 # flags ending in hundreds of undefined references. Expanded only in recipes that compile, and
-# then once a make (each sets itself on first use), not once an object.
+# then once a make, not once an object: $(call once,NAME,VALUE) computes VALUE on NAME's first
+# use and makes NAME a simple variable holding it.
+once        = $(eval $(1) := $(2))$($(1))
 PKG_MISSING = $(strip $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists '$(p)' && echo y),,$(p))))
 PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): install it \
               (make deps), or point PKG_CONFIG_PATH at its .pc file))
@@ -41,20 +44,19 @@ PKG_CHECK   = $(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING):
 # read, from the file pkg-config names (its libdir, the name of the library's ABI), compiled in as
 # LM_CURL_LIB and LM_ARCHIVE_LIB. dlopen is libc's on glibc 2.34 and later (-ldl where needed).
 , := ,
-PKG_CFLAGS = $(eval PKG_CFLAGS := $(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)) \
-             -DLM_CURL_LIB='"$(CURL_LIB)"' -DLM_ARCHIVE_LIB='"$(ARCHIVE_LIB)"')$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out $(LAZY_PKGS),$(PKGS))) -pthread -lm $(LIBDL))$(PKG_LIBS)
+PKG_CFLAGS = $(call once,PKG_CFLAGS,$(PKG_CHECK)$(shell $(PKG_CONFIG) --cflags $(PKGS)) \
+             -DLM_CURL_LIB='"$(CURL_LIB)"' -DLM_ARCHIVE_LIB='"$(ARCHIVE_LIB)"')
+PKG_LIBS   = $(call once,PKG_LIBS,$(shell $(PKG_CONFIG) --libs $(filter-out $(LAZY_PKGS),$(PKGS))) -pthread -lm $(LIBDL))
 LAZY_PKGS  := libcurl libarchive
-DARWIN     := $(filter Darwin,$(shell uname -s))
-CURL_LIB   = $(eval CURL_LIB := $(shell $(PKG_CONFIG) --variable=libdir libcurl)/$(if $(DARWIN),libcurl.4.dylib,libcurl.so.4))$(CURL_LIB)
-ARCHIVE_LIB = $(eval ARCHIVE_LIB := $(shell $(PKG_CONFIG) --variable=libdir libarchive)/$(if $(DARWIN),libarchive.13.dylib,libarchive.so.13))$(ARCHIVE_LIB)
+CURL_LIB   = $(call once,CURL_LIB,$(shell $(PKG_CONFIG) --variable=libdir libcurl)/$(if $(filter Darwin,$(UNAME)),libcurl.4.dylib,libcurl.so.4))
+ARCHIVE_LIB = $(call once,ARCHIVE_LIB,$(shell $(PKG_CONFIG) --variable=libdir libarchive)/$(if $(filter Darwin,$(UNAME)),libarchive.13.dylib,libarchive.so.13))
 # test_payload makes archives of its own with libarchive: it links it.
-ARCHIVE_LIBS = $(eval ARCHIVE_LIBS := $(shell $(PKG_CONFIG) --libs libarchive))$(ARCHIVE_LIBS)
-LIBDL      := $(if $(filter Linux,$(shell uname -s)),-Wl$(,)--as-needed -ldl)
+ARCHIVE_LIBS = $(call once,ARCHIVE_LIBS,$(shell $(PKG_CONFIG) --libs libarchive))
+LIBDL      := $(if $(filter Linux,$(UNAME)),-Wl$(,)--as-needed -ldl)
 CFLAGS   ?= -O2 -g
 SAN      := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all
 # (Linux only: Apple's clang has no static ASan runtime.)
-SAN_STATIC := $(if $(filter Linux,$(shell uname -s)),$(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-static-libsan,-static-libasan -static-libubsan))
+SAN_STATIC := $(if $(filter Linux,$(UNAME)),$(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),-static-libsan,-static-libasan -static-libubsan))
 
 # plugin/ in floors, each using only its own and the ones below (tests/install/t-layers.sh):
 # cmd/ (main, the CLI, one cmd_<name>.c per subcommand) over ops/ (the per-VM operations and

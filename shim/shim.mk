@@ -28,13 +28,12 @@ SIM_SRC      := tests/metal-sim/metal-sim.c
 SIM_HDRS     := tests/metal-sim/metal-sim.h shim/lm_objc.h
 SHIM_TBD     := shim/stubs/libobjc.tbd shim/stubs/Metal.tbd
 SIM_WORKLOAD := build/guest-root/opt/homebrew/bin/llama-server
-SHIM_UNAME   := $(shell uname -s)
 
 SHIM_CLEAN := build/linux build/macos build/guest-root build/shim-test build/zig-cache build/tests/shim-json
 
 .PHONY: shim shim-test-build
 
-ifeq ($(SHIM_UNAME),Darwin)
+ifeq ($(UNAME),Darwin)
 
 SHIM_MAC_CC    ?= clang
 SHIM_MAC_FLAGS := -arch arm64 -arch arm64e -mmacosx-version-min=$(SHIM_MAC_MIN) $(SHIM_WARN) -O2 \
