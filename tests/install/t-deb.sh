@@ -48,8 +48,19 @@ check_grep "... depends on the libraries it links" 'libssh2-1.*' "$T/depends"
 # (core/dynlib.h)
 check_grep "... and on libcurl and libarchive, which it loads" 'libcurl4 \(>= 7\.62\) \| libcurl4t64, libarchive13 \| libarchive13t64' "$T/depends"
 
-t_defer 'dpkg -r lume-metal >/dev/null 2>&1'
-check_rc "dpkg -i" 0 dpkg -i "$deb"
+# pkg dpkg ARGS...: dpkg, where man-db's trigger finds its auto-update flag hidden (a private mount
+# namespace with an empty /var/lib/man-db), so it does not rebuild the whole manual index twice, once
+# for the install and once for the removal (3.7 s of CPU each here), to end where it began. The
+# trigger still runs and completes: nothing is left pending. Without a mount namespace, plain dpkg.
+pkg() {
+	if unshare -m true 2>/dev/null; then
+		unshare -m sh -c 'mount -t tmpfs lm-no-mandb /var/lib/man-db && exec "$@"' sh "$@"
+	else
+		"$@"
+	fi
+}
+t_defer 'pkg dpkg -r lume-metal >/dev/null 2>&1'
+check_rc "dpkg -i" 0 pkg dpkg -i "$deb"
 # debian/rules passes dpkg-buildflags' flags (hardening=+all) to the Makefile: -z now from LDFLAGS,
 # -fstack-protector-strong from CFLAGS.
 readelf -d -W /usr/bin/lume-metal >"$T/dynamic" 2>&1
@@ -70,6 +81,8 @@ check_rc "... verify it" 0 /usr/bin/lume-metal verify "$T/elsewhere/p.tar.gz"
 check "... it carries the packaged shim" sh -c 'tar -xzOf "$1" lib/liblumemetal.dylib | cmp - "$2"' - \
 	"$T/elsewhere/p.tar.gz" /usr/share/lume-metal/build/macos/liblumemetal.dylib
 check_rc "installed man page renders" 0 env MANWIDTH=80 man -l /usr/share/man/man1/lume-metal.1.gz
-check_rc "dpkg -r lume-metal" 0 dpkg -r lume-metal
+check_rc "dpkg -r lume-metal" 0 pkg dpkg -r lume-metal
 check "... removes the binary and the data folder" test ! -e /usr/bin/lume-metal -a ! -e /usr/share/lume-metal
+check "... and leaves no trigger pending (man-db's ran, without its index)" sh -c \
+	'dpkg-query -W -f="\${Status}\n" man-db | grep -qx "install ok installed" && ! dpkg --audit | grep -q .'
 t_done
