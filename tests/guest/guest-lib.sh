@@ -67,10 +67,11 @@ repack() {
 }
 # unpack FILE DIR: the payload's files in DIR, writable.
 unpack() { mkdir -p "$2" && tar -xzf "$1" -C "$2" && chmod -R u+w "$2"; }
-# resum DIR: rewrites DIR/SHA256SUMS for DIR's files (MANIFEST.json is left as it is).
+# resum DIR: rewrites DIR/SHA256SUMS for DIR's files (MANIFEST.json is left as it is), sorted by
+# name, in one sha256sum.
 resum() {
-	(cd "$1" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort |
-		while IFS= read -r f; do sha256sum "$f"; done) >"$T/.sums" && mv "$T/.sums" "$1/SHA256SUMS"
+	(cd "$1" && find . -type f ! -name SHA256SUMS -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum --) \
+		>"$T/.sums" && mv "$T/.sums" "$1/SHA256SUMS"
 }
 
 # run OUT CMD...: runs CMD with stdout in OUT and stderr in OUT.err; RC is its exit status.
@@ -171,10 +172,14 @@ same() {
 
 # Fake Mach-O files for the checks of run-with-shim, the simulated dyld (launchctl), codesign and
 # lipo: headers and signatures, no code (they cannot run on Linux).
+# b4 B...: the bytes B (0 to 255) as octal escapes of one printf, built by arithmetic (a command
+# substitution forks, even of a builtin: a fake Mach-O file has about 40 of these).
 # le32 N / be32 N: N as four bytes, little or big endian.
 b4() {
+	b4_f=""
+	for b4_n in "$@"; do b4_f="$b4_f\\$((b4_n / 64))$((b4_n / 8 % 8))$((b4_n % 8))"; done
 	# shellcheck disable=SC2059 # the format is built from octal escapes
-	printf "$(printf '\\%03o\\%03o\\%03o\\%03o' "$@")"
+	printf "$b4_f"
 }
 le32() { b4 $(($1 % 256)) $(($1 / 256 % 256)) $(($1 / 65536 % 256)) $(($1 / 16777216 % 256)); }
 be32() { b4 $(($1 / 16777216 % 256)) $(($1 / 65536 % 256)) $(($1 / 256 % 256)) $(($1 % 256)); }
