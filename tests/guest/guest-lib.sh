@@ -108,16 +108,17 @@ jflat() {
 	awk -f "$G/json.awk" "$1" >"$1.flat.tmp" 2>"$1.flat.err" || { rm -f "$1.flat.tmp"; return 1; }
 	mv "$1.flat.tmp" "$1.flat"
 }
-# jget FILE PATH: the value at PATH (json.awk syntax: .a.b[0]) of the JSON in FILE (the lines
-# are read by the shell: no process a line).
+# jval FILE PATH: sets j_got to the value at PATH (json.awk syntax: .a.b[0]) of the JSON in FILE
+# (the lines are read by the shell: no process a line, and no subshell); jget FILE PATH prints it.
 j_tab=$(printf '\t')
-jget() {
+jval() {
 	jflat "$1" || return 1
 	while IFS=$j_tab read -r j_k j_v; do
-		if [ "$j_k" = "$2" ]; then printf '%s\n' "$j_v"; return 0; fi
+		if [ "$j_k" = "$2" ]; then j_got=$j_v; return 0; fi
 	done <"$1.flat"
 	return 1
 }
+jget() { jval "$1" "$2" && printf '%s\n' "$j_got"; }
 # is_json NAME FILE: FILE holds exactly one JSON object and nothing else.
 is_json() {
 	j_c=""
@@ -130,7 +131,7 @@ is_json() {
 }
 # jis NAME FILE PATH WANT: the value at PATH is WANT.
 jis() {
-	j_got=$(jget "$2" "$3") || j_got="(absent)"
+	jval "$2" "$3" || j_got="(absent)"
 	if [ "$j_got" = "$4" ]; then
 		ok "$1"
 	else
