@@ -277,8 +277,10 @@ check_rc "codesign without an operation exits 2" 2 codesign "$T/thin"
 DY=$TOP/build/macos/liblumemetal.dylib
 if [ -f "$DY" ]; then
 	cp "$DY" "$T/shim.dylib"
-	codesign --verify --strict "$T/shim.dylib" >"$T/o" 2>"$T/e"
+	mkdir "$T/cs-tmp"
+	TMPDIR=$T/cs-tmp codesign --verify --strict "$T/shim.dylib" >"$T/o" 2>"$T/e"
 	is_eq "codesign --verify --strict of the ad-hoc signed shim: silent, exit 0" "$?:$(cat "$T/e")" 0:
+	is_eq "... leaving nothing in TMPDIR (its code pages were hashed there)" "$(ls -A "$T/cs-tmp")" ""
 	codesign -vv "$T/shim.dylib" 2>"$T/e"
 	check_grep "codesign -vv: valid on disk" "^$T/shim.dylib: valid on disk\$" "$T/e"
 	codesign -d --verbose "$T/shim.dylib" 2>"$T/e"
