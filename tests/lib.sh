@@ -22,8 +22,15 @@ export ASAN_OPTIONS="detect_leaks=${LM_LEAKS:-1}"
 # t_san: this test runs the ASan build, unless LM was given.
 t_san() { [ -n "$LM_GIVEN" ] || LM=$LM_SAN; }
 t_cleanups=""
-# The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim).
-t_cleanup() { eval "$t_cleanups"; sh "$TOP/tests/guest-sim/stop-jobs.sh" "$T"; rm -rf "$T"; }
+# The simulated launchd's jobs (real processes) under $T are stopped first (tests/guest-sim),
+# then the deferred commands run (a tmpfs a job still had open would not unmount), then $T goes;
+# a mount left under $T is a failure.
+t_cleanup() {
+	sh "$TOP/tests/guest-sim/stop-jobs.sh" "$T"
+	eval "$t_cleanups"
+	if grep -qF " $T/" /proc/self/mountinfo 2>/dev/null; then not_ok "cleanup: a mount is left under $T"; fi
+	rm -rf "$T"
+}
 trap t_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 t_defer() { t_cleanups="$1; $t_cleanups"; }
