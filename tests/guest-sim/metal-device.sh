@@ -50,6 +50,9 @@ sim_build() {
 # "simdgroup" with simdgroup matrix mul., else "plain") and sim_say (the shim's stderr lines);
 # and the build's (sim_build).
 # A probe that cannot run, or finds no device, ends the simulation (exit 1): not simulated.
+# It starts two processes once the link below exists, the probe and the subshell that captures
+# its output, and no file in TMPDIR: the tools run hundreds of times a test suite
+# (docs/performance.md: about 5 ms a process here).
 sim_metal_arm() {
 	sim_build
 	sim_say=""
@@ -58,49 +61,106 @@ sim_metal_arm() {
 		sim_red=true sim_mm=true sim_bf=true sim_kernels=simdgroup
 		return 0
 	fi
-	sim_probe=${LUME_METAL_SIM_PROBE:-$(cd "${0%/*}/../../.." && pwd)/build/linux/lume-metal-probe}
-	sim_d=$(mktemp -d "${TMPDIR:-/tmp}/sim-metal.XXXXXX") || exit 1
-	ln -s "$sim_probe" "$sim_d/$1"
-	LUME_METAL_STATE_DIR='' "$sim_d/$1" >"$sim_d/out" 2>"$sim_d/err"
-	sim_json=$(cat "$sim_d/out")
-	sim_say=$(grep '^\[lume-metal\] ' "$sim_d/err")
-	sim_err=$(head -n 3 "$sim_d/err")
-	rm -rf "$sim_d"
+	# The tree's probe is in build/linux/ three folders above bin/, as `cd` names it (".." taken
+	# off by name); a plain absolute path is cut here, any other goes through cd.
+	sim_probe=${LUME_METAL_SIM_PROBE:-}
+	if [ -z "$sim_probe" ]; then
+		case $0 in
+		*//* | */./* | */../*) sim_probe=$(cd "${0%/*}/../../.." && pwd)/build/linux/lume-metal-probe ;;
+		/?*/*/*/*/*) sim_probe=${0%/*/*/*/*}/build/linux/lume-metal-probe ;;
+		*) sim_probe=$(cd "${0%/*}/../../.." && pwd)/build/linux/lume-metal-probe ;;
+		esac
+	fi
+	# The probe runs under NAME through a link of that name: one kept beside the probe, in
+	# .PROBE.names/ (made once; a concurrent run's ln fails harmlessly, the link is the same),
+	# else, where that folder cannot be, one in a folder of its own in TMPDIR, removed after.
+	sim_l=""
+	case $sim_probe in /*) sim_l=${sim_probe%/*}/.${sim_probe##*/}.names/$1 ;; esac
+	if [ -n "$sim_l" ] && [ ! -L "$sim_l" ] && [ -f "$sim_probe" ] && [ -w "${sim_probe%/*}" ]; then
+		[ -d "${sim_l%/*}" ] || mkdir "${sim_l%/*}" 2>/dev/null
+		ln -s "../${sim_probe##*/}" "$sim_l" 2>/dev/null
+	fi
+	# One capture, no file: its stderr, then (after it ended) a mark and its stdout. The shell's
+	# own lines about it ("not found", "Segmentation fault") come with its stderr, as they did
+	# when that was a file.
+	sim_nl='
+'
+	sim_mark="$sim_nl(lume-metal-probe stdout)"
+	if [ -n "$sim_l" ] && [ -L "$sim_l" ] && [ -f "$sim_l" ] && [ -x "$sim_l" ]; then
+		sim_out=$( { sim_json=$(LUME_METAL_STATE_DIR='' "$sim_l"); printf '%s%s' "$sim_mark" "$sim_json"; } 2>&1)
+	else
+		sim_d=$(mktemp -d "${TMPDIR:-/tmp}/sim-metal.XXXXXX") || exit 1
+		ln -s "$sim_probe" "$sim_d/$1"
+		sim_out=$( { sim_json=$(LUME_METAL_STATE_DIR='' "$sim_d/$1"); printf '%s%s' "$sim_mark" "$sim_json"; } 2>&1)
+		rm -rf "$sim_d"
+	fi
+	sim_json=${sim_out##*"$sim_mark"} sim_stderr=${sim_out%"$sim_mark"*}
+	# sim_say: its stderr lines that start "[lume-metal] " (as grep picked them).
+	sim_r=$sim_stderr
+	while [ -n "$sim_r" ]; do
+		sim_line=${sim_r%%"$sim_nl"*}
+		case $sim_r in *"$sim_nl"*) sim_r=${sim_r#*"$sim_nl"} ;; *) sim_r="" ;; esac
+		case $sim_line in '[lume-metal] '*) sim_say=${sim_say:+$sim_say$sim_nl}$sim_line ;; esac
+	done
 	case $sim_json in
 	*'"families":{'*) ;;
 	*)
+		# its first 3 stderr lines, without the newlines that end them
+		sim_err="" sim_r=$sim_stderr sim_i=0
+		while [ "$sim_i" -lt 3 ]; do
+			case $sim_r in
+			*"$sim_nl"*) sim_err=$sim_err${sim_r%%"$sim_nl"*}$sim_nl sim_r=${sim_r#*"$sim_nl"} ;;
+			*) sim_err=$sim_err$sim_r; break ;;
+			esac
+			sim_i=$((sim_i + 1))
+		done
+		while [ "${sim_err%"$sim_nl"}" != "$sim_err" ]; do sim_err=${sim_err%"$sim_nl"}; done
 		printf '%s (SIMULATION): no Metal device from %s: %s (not simulated; make shim)\n' "$1" "$sim_probe" "$sim_err" >&2
 		exit 1
 		;;
 	esac
-	# One line a fact, from the probe's JSON (the families object, the device's name, the shim).
-	sim_facts=$(printf '%s\n' "$sim_json" | awk '{
-		f = $0; sub(/.*"families":\{/, "", f); sub(/\}.*/, "", f)
-		n = split(f, kv, ",")
-		for (i = 1; i <= n; i++) {
-			k = kv[i]; v = k; gsub(/"/, "", k); sub(/:.*/, "", k); sub(/.*:/, "", v)
-			if (v != "true") continue
-			has[k] = 1
-			if (k ~ /^Apple[0-9]+$/ && substr(k, 6) + 0 > apple) apple = substr(k, 6) + 0
-			if (k ~ /^Common[0-9]+$/ && substr(k, 7) + 0 > common) common = substr(k, 7) + 0
-			if (k ~ /^Metal[0-9]+$/ && substr(k, 6) + 0 > metal) metal = substr(k, 6) + 0
-		}
-		name = $0; sub(/.*"device":\{"name":"/, "", name); sub(/".*/, "", name)
-		print (index($0, "\"shim\":{\"active\":true") ? "shim" : "stock")
-		print name
-		print (apple ? sprintf("Apple%d  (%d)", apple, 1000 + apple) : "")
-		print (common ? sprintf("Common%d (%d)", common, 3000 + common) : "")
-		print (metal ? sprintf("Metal%d  (%d)", metal, 5000 + metal) : "")
-		print ((has["Apple7"] || has["Metal3"]) ? "true" : "false")
-		print (has["Apple7"] ? "true" : "false")
-		print ((has["Metal3"] || has["Apple6"]) ? "true" : "false")
-	}')
-	{
-		IFS= read -r sim_arm; IFS= read -r sim_gpu; IFS= read -r sim_fam; IFS= read -r sim_common
-		IFS= read -r sim_metal; IFS= read -r sim_red; IFS= read -r sim_mm; IFS= read -r sim_bf
-	} <<FACTS
-$sim_facts
-FACTS
+	# The facts, from the probe's JSON: the families object (after its last "families":{, up to
+	# the first }) key by key, the highest Apple, Common and Metal family that is true; the
+	# device's name; whether the shim is active.
+	sim_r=${sim_json##*'"families":{'}
+	sim_r=${sim_r%%'}'*},
+	sim_apple=0 sim_c=0 sim_m=0 sim_a6=false sim_a7=false sim_m3=false
+	while [ -n "$sim_r" ]; do
+		sim_kv=${sim_r%%,*}
+		sim_r=${sim_r#*,}
+		[ "${sim_kv##*:}" = true ] || continue
+		sim_k=${sim_kv%%:*}
+		while [ "${sim_k#*\"}" != "$sim_k" ]; do sim_k=${sim_k%%\"*}${sim_k#*\"}; done
+		case $sim_k in
+		Apple6) sim_a6=true ;;
+		Apple7) sim_a7=true ;;
+		Metal3) sim_m3=true ;;
+		esac
+		case $sim_k in
+		Apple*) sim_n=${sim_k#Apple} ;;
+		Common*) sim_n=${sim_k#Common} ;;
+		Metal*) sim_n=${sim_k#Metal} ;;
+		*) continue ;;
+		esac
+		case $sim_n in '' | *[!0-9]*) continue ;; esac
+		while [ "${sim_n#0}" != "$sim_n" ] && [ -n "${sim_n#0}" ]; do sim_n=${sim_n#0}; done
+		case $sim_k in
+		Apple*) [ "$sim_n" -le "$sim_apple" ] || sim_apple=$sim_n ;;
+		Common*) [ "$sim_n" -le "$sim_c" ] || sim_c=$sim_n ;;
+		*) [ "$sim_n" -le "$sim_m" ] || sim_m=$sim_n ;;
+		esac
+	done
+	sim_arm=stock
+	case $sim_json in *'"shim":{"active":true'*) sim_arm=shim ;; esac
+	sim_gpu=${sim_json##*'"device":{"name":"'}
+	sim_gpu=${sim_gpu%%\"*}
+	sim_fam="" sim_common="" sim_metal=""
+	[ "$sim_apple" -eq 0 ] || sim_fam="Apple$sim_apple  ($((1000 + sim_apple)))"
+	[ "$sim_c" -eq 0 ] || sim_common="Common$sim_c ($((3000 + sim_c)))"
+	[ "$sim_m" -eq 0 ] || sim_metal="Metal$sim_m  ($((5000 + sim_m)))"
+	sim_red=false sim_mm=$sim_a7 sim_bf=false
+	[ "$sim_a7" = false ] && [ "$sim_m3" = false ] || sim_red=true
+	[ "$sim_m3" = false ] && [ "$sim_a6" = false ] || sim_bf=true
 	sim_kernels=plain
 	[ "$sim_mm" != true ] || sim_kernels=simdgroup
 }
