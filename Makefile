@@ -108,7 +108,8 @@ build/build-id: FORCE
 build/obj/cmd/cli_version.o build/obj/core/datadir.o build/asan/obj/cmd/cli_version.o build/asan/obj/core/datadir.o: build/build-id
 
 # The same tool under ASan and UBSan, used by the shell tests, and the unit tests: each source
-# is compiled once under the sanitizers (build/asan/obj/) and linked into every binary.
+# is compiled once under the sanitizers (build/asan/obj/) and linked into each binary that
+# uses it (the unit tests through an archive, below).
 ASAN_LIB := $(patsubst plugin/%.c,build/asan/obj/%.o,$(LIB_SRC))
 ASAN_CMD := $(patsubst plugin/%.c,build/asan/obj/%.o,$(CMD_SRC))
 
@@ -122,9 +123,23 @@ build/asan/obj/%.o: plugin/%.c $(HDRS)
 build/asan/lume-metal: $(ASAN_LIB) $(ASAN_CMD)
 	$(CC) $(SAN) $(SAN_STATIC) -o $@ $^ $(PKG_LIBS)
 
-build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB) $(HDRS)
+# The unit tests link the library's ASan objects as an archive, so the linker takes only the
+# objects a test needs (and what those need): the 26 links cost a quarter less CPU than with
+# every object (6.4 s instead of 8.6 here; test_util's 0.24 s instead of 0.39). Nothing in the
+# library relies on being linked whole (no constructors, no weak symbols). The archive is made
+# afresh, so no object of a removed source stays in it; ar names a member by its file name
+# alone, so two objects of one name (in two floors) stop make rather than one silently
+# replacing the other.
+ASAN_AR := build/asan/liblm.a
+dup_names = $(sort $(foreach n,$(1),$(if $(word 2,$(filter $(n),$(1))),$(n))))
+$(ASAN_AR): $(ASAN_LIB)
+	$(if $(call dup_names,$(notdir $^)),$(error $@: more than one object named $(call dup_names,$(notdir $^))))
+	rm -f $@
+	$(AR) rcs $@ $^
+
+build/tests/%: tests/unit/%.c tests/unit/unit.h $(ASAN_AR) $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -o $@ $< $(ASAN_LIB) $(PKG_LIBS) $(UNIT_LIBS)
+	$(CC) $(WARN) $(DEFS) $(SAN) $(PKG_CFLAGS) $(INCS) -o $@ $< $(ASAN_AR) $(PKG_LIBS) $(UNIT_LIBS)
 build/tests/test_payload: UNIT_LIBS = $(ARCHIVE_LIBS)
 
 # test_cli compiles cli.c in (it is not in the library).
