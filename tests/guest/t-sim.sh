@@ -164,6 +164,15 @@ check_grep "... its stderr in StandardErrorPath, run in its WorkingDirectory" '^
 launchctl list >"$T/o"
 check_grep "... list shows its last status" '^([0-9]+|-)	3	com.example.sim$' "$T/o"
 launchctl bootout "gui/$uid/com.example.sim"
+# ... and its supervisor ends once the job's folder is gone (the simulated launchd's state removed
+# under it, as a test's cleanup does when an install bootstrapped after the jobs were stopped),
+# rather than spawning it every throttle for ever. Its lock, held until it exits, is the event.
+G=$T/sim-gone
+LUME_METAL_SIM_DIR=$G LUME_METAL_SIM_THROTTLE=0.1 launchctl bootstrap "gui/$uid" "$T/crash.plist"
+exec 7<"$G/launchd/gui-$uid/com.example.sim/supervisor.lock"
+rm -rf "$G" 2>/dev/null # (it may race with a record the supervisor writes: its files go all the same)
+check "a job's supervisor ends when the job's folder is gone" flock -w 10 7
+exec 7<&-
 # A job that ignores SIGTERM: bootout sends SIGKILL at its ExitTimeOut (1 s here) and waits.
 # shellcheck disable=SC2016 # perl's $SIG, in the plist
 sed -e 's|<string>/bin/sleep</string><string>600</string>|<string>/usr/bin/perl</string><string>-e</string><string>$SIG{TERM} = "IGNORE"; sleep 600</string>|' \
