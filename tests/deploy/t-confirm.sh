@@ -132,9 +132,11 @@ check_rc "... the image verdict stays pass" 0 lm status tahoe-c
 check_grep "... (status)" "image verdict pass;" "$T/.out"
 check_rc "a server ready 2 s after its device is up: deployed" 0 lm deploy tahoe-c --payload "$T/slow.tar.gz" --json
 ms=$(field readyMs "$T/.out")
-# (1980, not 2000: the guest times it by two files' mtimes, which Linux stamps from its coarse
-# clock, up to a tick (4-10 ms) behind the server's own clock; APFS's are exact.)
-check_range "... the result's readyMs: the 2 s it loaded, within the wait of 60" "$ms" 1980 60000
+# (1800, not 2000: the guest times it by two files' mtimes, which Linux stamps from its coarse
+# clock; in this VM that lags the server's own clock by more than a tick (4 ms) when a vCPU
+# waits for the hypervisor: 1968 in a loaded run of tests/guest/t-confirm.sh. APFS's are exact.
+# An install that did not wait for the 200 reports the time to the device, a few hundred ms.)
+check_range "... the result's readyMs: most of the 2 s it loaded, within the wait of 60" "$ms" 1800 60000
 check_rc "ledger" 0 "$LM" ledger --state "$T/state" --json
 check_grep "... and the record's, beside the confirmation's values" "\"workload\":\"slow\",[^{}]*\"verdict\":\"pass\",[^{}]*\"confirm\":\\{[^{}]*\\},\"readyMs\":${ms}[,}]" "$T/.out"
 check_rc "... and back to release a" 0 lm deploy tahoe-c --payload "$T/a.tar.gz"

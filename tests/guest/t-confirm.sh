@@ -229,8 +229,10 @@ payload "$T/slow.tar.gz" --workload "$T/wl/slow.json"
 install "$T/o.json" "$T/slow.tar.gz" "$SHA"
 rc_is "ready 2 s after its device is up (503 until then): installed" 0
 ms=$(jget "$T/o.json" .readyMs)
-# (1980: the two mtimes it is timed by come from Linux's coarse clock, up to a tick behind.)
-check_range "... readyMs: at least the 2 s it loaded, within the wait of 10" "$ms" 1980 10000
+# (1800: the two mtimes it is timed by come from Linux's coarse clock, which in this VM lags by
+# more than its 4 ms tick when a vCPU waits for the hypervisor: 1968 in a loaded run. An install
+# that did not wait for the 200 reports the time to the device, a few hundred ms.)
+check_range "... readyMs: most of the 2 s it loaded, within the wait of 10" "$ms" 1800 10000
 check_has "... its log said it loaded its model before" "main: model loaded" "$HOME/Library/Logs/lume-metal/slow.err.log"
 install "$T/o.json" "$T/a.tar.gz" "$A"
 rc_is "... and back to release a" 0
