@@ -32,6 +32,13 @@
 #       calls print them; the working-set line is left out in both formats).
 # sim_build sets sim_build_number and sim_build_commit for it (llama-bench's build_number and
 # build_commit, the "build: N (COMMIT)" line); another value is not simulated (exit 1).
+sim_nl='
+'
+# sim_chomp TEXT: sets sim_v to TEXT without the newlines at its end, as a $(...) gives it.
+sim_chomp() {
+	sim_v=$1
+	while [ "${sim_v%"$sim_nl"}" != "$sim_v" ]; do sim_v=${sim_v%"$sim_nl"}; done
+}
 sim_build() {
 	case ${LUME_METAL_SIM_LLAMA_BUILD:-10167} in
 	10167) sim_build_number=10167 sim_build_commit=ee3d1b54c ;;
@@ -83,17 +90,15 @@ sim_metal_arm() {
 	# One capture, no file: its stderr, then (after it ended) a mark and its stdout. The shell's
 	# own lines about it ("not found", "Segmentation fault") come with its stderr, as they did
 	# when that was a file.
-	sim_nl='
-'
 	sim_mark="$sim_nl(lume-metal-probe stdout)"
-	if [ -n "$sim_l" ] && [ -L "$sim_l" ] && [ -f "$sim_l" ] && [ -x "$sim_l" ]; then
-		sim_out=$( { sim_json=$(LUME_METAL_STATE_DIR='' "$sim_l"); printf '%s%s' "$sim_mark" "$sim_json"; } 2>&1)
-	else
+	sim_d=""
+	if [ -z "$sim_l" ] || [ ! -L "$sim_l" ] || [ ! -f "$sim_l" ] || [ ! -x "$sim_l" ]; then
 		sim_d=$(mktemp -d "${TMPDIR:-/tmp}/sim-metal.XXXXXX") || exit 1
-		ln -s "$sim_probe" "$sim_d/$1"
-		sim_out=$( { sim_json=$(LUME_METAL_STATE_DIR='' "$sim_d/$1"); printf '%s%s' "$sim_mark" "$sim_json"; } 2>&1)
-		rm -rf "$sim_d"
+		sim_l=$sim_d/$1
+		ln -s "$sim_probe" "$sim_l"
 	fi
+	sim_out=$( { sim_json=$(LUME_METAL_STATE_DIR='' "$sim_l"); printf '%s%s' "$sim_mark" "$sim_json"; } 2>&1)
+	[ -z "$sim_d" ] || rm -rf "$sim_d"
 	sim_json=${sim_out##*"$sim_mark"} sim_stderr=${sim_out%"$sim_mark"*}
 	# sim_say: its stderr lines that start "[lume-metal] " (as grep picked them).
 	sim_r=$sim_stderr
@@ -114,7 +119,8 @@ sim_metal_arm() {
 			esac
 			sim_i=$((sim_i + 1))
 		done
-		while [ "${sim_err%"$sim_nl"}" != "$sim_err" ]; do sim_err=${sim_err%"$sim_nl"}; done
+		sim_chomp "$sim_err"
+		sim_err=$sim_v
 		printf '%s (SIMULATION): no Metal device from %s: %s (not simulated; make shim)\n' "$1" "$sim_probe" "$sim_err" >&2
 		exit 1
 		;;
