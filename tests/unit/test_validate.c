@@ -107,7 +107,7 @@ main(void)
 
 	/* Too few positions: the rows, and no statistics at all. */
 	{
-		char rows[512];
+		char rows[sizeof good + 1]; /* the rows, a newline and the NUL */
 		const char *stop = strstr(good, "\n\n====== Perplexity");
 
 		snprintf(rows, sizeof rows, "%.*s\n", (int)(stop - good), good);
