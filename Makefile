@@ -265,6 +265,7 @@ clean:
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 300
 FUZZ_CC      ?= clang
+FUZZ_SAN     := -O1 $(SAN_FLAGS)
 FUZZ_LIB     := $(filter-out plugin/net/ssh.c plugin/net/ssh_%.c,$(LIB_SRC)) tests/fuzz/stub_ssh.c
 FUZZ_HDRS    := $(HDRS) $(wildcard tests/fuzz/*.h)
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB))
@@ -279,10 +280,10 @@ fuzz-regress: build/fuzz/regress
 
 build/fuzz/obj/%.o: %.c $(FUZZ_HDRS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(WARN) $(DEFS) -O1 $(SAN_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) $(INCS) -Itests/fuzz -c -o $@ $<
+	$(FUZZ_CC) $(WARN) $(DEFS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) $(INCS) -Itests/fuzz -c -o $@ $<
 
 build/fuzz/fuzz-%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJ)
-	$(FUZZ_CC) -O1 $(SAN_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lz
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lz
 
 # The regression driver: the harnesses, the driver and the ssh stub compiled here, the library's
 # objects the ASan tree's (build/asan/obj/, less ssh.c and its parts).

@@ -39,6 +39,11 @@ sim_chomp() {
 	sim_v=$1
 	while [ "${sim_v%"$sim_nl"}" != "$sim_v" ]; do sim_v=${sim_v%"$sim_nl"}; done
 }
+# sim_del C TEXT: sets sim_v to TEXT without any character C, as tr -d C gives it.
+sim_del() {
+	sim_v=$2
+	while [ "${sim_v#*"$1"}" != "$sim_v" ]; do sim_v=${sim_v%%"$1"*}${sim_v#*"$1"}; done
+}
 sim_build() {
 	case ${LUME_METAL_SIM_LLAMA_BUILD:-10167} in
 	10167) sim_build_number=10167 sim_build_commit=ee3d1b54c ;;
@@ -135,8 +140,8 @@ sim_metal_arm() {
 		sim_kv=${sim_r%%,*}
 		sim_r=${sim_r#*,}
 		[ "${sim_kv##*:}" = true ] || continue
-		sim_k=${sim_kv%%:*}
-		while [ "${sim_k#*\"}" != "$sim_k" ]; do sim_k=${sim_k%%\"*}${sim_k#*\"}; done
+		sim_del '"' "${sim_kv%%:*}"
+		sim_k=$sim_v
 		case $sim_k in
 		Apple6) sim_a6=true ;;
 		Apple7) sim_a7=true ;;
